@@ -1,0 +1,159 @@
+package main
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/spf13/cobra"
+)
+
+func newClusterCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:   "cluster",
+		Short: "Create, delete and list embedded local clusters (nodes are network namespaces)",
+	}
+	cmd.AddCommand(newClusterCreateCommand(), newClusterDeleteCommand(), newClusterListCommand(), newClusterKubeconfigCommand())
+	return cmd
+}
+
+func newClusterCreateCommand() *cobra.Command {
+	o := cluster.Options{}
+	cmd := &cobra.Command{
+		Use:   "create",
+		Short: "Create a local cluster: real kube-apiserver, kubelets, kube-proxy, containerd, CoreDNS",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Out = cmd.OutOrStdout()
+			o.Layout = cluster.DefaultLayout()
+			o.Cache = binaries.Default()
+			if err := cluster.Create(cmd.Context(), o); err != nil {
+				return err
+			}
+			fmt.Fprintf(o.Out, "\nKubeconfig: %s\nTry: %s --kubeconfig %s get nodes -o wide\n",
+				o.Layout.Kubeconfig(o.Name), o.Cache.Path("kubectl"), o.Layout.Kubeconfig(o.Name))
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Name, "name", "default", "cluster name (1-11 characters: a-z, 0-9, '-')")
+	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", cluster.MaxNodes))
+	f.StringVar(&o.Datapath, "datapath", "bridge", "pod network: "+strings.Join(datapath.Names(), ", "))
+	f.StringVar(&o.ProxyMode, "proxy-mode", "nftables", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", "))
+	f.StringVar(&o.Subnet, "subnet", "", "pin the cluster's /16 (10.200.0.0/16-10.254.0.0/16); default: the first free one")
+	f.DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for nodes Ready and CoreDNS available")
+	return cmd
+}
+
+type deleteOptions struct {
+	name string
+	all  bool
+}
+
+func newClusterDeleteCommand() *cobra.Command {
+	o := deleteOptions{}
+	cmd := &cobra.Command{
+		Use:   "delete",
+		Short: "Delete a local cluster and every host object it created",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			layout := cluster.DefaultLayout()
+			if o.all {
+				return cluster.DeleteAll(cmd.Context(), layout, cmd.OutOrStdout())
+			}
+			return cluster.Delete(cmd.Context(), cluster.DeleteOptions{Name: o.name, Layout: layout, Out: cmd.OutOrStdout()})
+		},
+	}
+	cmd.Flags().StringVar(&o.name, "name", "default", "cluster to delete")
+	cmd.Flags().BoolVar(&o.all, "all", false, "delete every local cluster")
+	return cmd
+}
+
+type listOptions struct {
+	output string
+}
+
+func newClusterListCommand() *cobra.Command {
+	o := listOptions{}
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List local clusters with their health",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if o.output != "table" && o.output != "json" {
+				return fmt.Errorf("-o %q: expected table or json", o.output)
+			}
+			infos, err := cluster.List(cmd.Context(), cluster.DefaultLayout())
+			if err != nil {
+				return err
+			}
+			if o.output == "json" {
+				enc := json.NewEncoder(cmd.OutOrStdout())
+				enc.SetIndent("", "  ")
+				return enc.Encode(infos)
+			}
+			return printClusters(cmd.OutOrStdout(), infos)
+		},
+	}
+	cmd.Flags().StringVarP(&o.output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func printClusters(w io.Writer, infos []cluster.Info) error {
+	if len(infos) == 0 {
+		_, err := fmt.Fprintln(w, "no local clusters")
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "NAME\tNODES\tDATAPATH\tPROXY\tSUBNET\tAGE\tHEALTH")
+	for _, i := range infos {
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.Nodes, i.Datapath, i.ProxyMode, i.Subnet,
+			i.Age.Round(time.Second), i.Health)
+	}
+	return tw.Flush()
+}
+
+type kubeconfigOptions struct {
+	name string
+	path bool
+}
+
+func newClusterKubeconfigCommand() *cobra.Command {
+	o := kubeconfigOptions{}
+	cmd := &cobra.Command{
+		Use:   "kubeconfig",
+		Short: "Print a local cluster's admin kubeconfig (or its path with --path)",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			layout := cluster.DefaultLayout()
+			path := layout.Kubeconfig(o.name)
+			if _, err := layout.ReadSpec(o.name); err != nil {
+				if errors.Is(err, os.ErrNotExist) {
+					return fmt.Errorf("--name %s: no such cluster (see: cnibench cluster list)", o.name)
+				}
+				return err
+			}
+			if o.path {
+				_, err := fmt.Fprintln(cmd.OutOrStdout(), path)
+				return err
+			}
+			data, err := os.ReadFile(path)
+			if err != nil {
+				return fmt.Errorf("read kubeconfig of %s: %w", o.name, err)
+			}
+			_, err = cmd.OutOrStdout().Write(data)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&o.name, "name", "default", "cluster name")
+	cmd.Flags().BoolVar(&o.path, "path", false, "print the file's path instead of its content")
+	return cmd
+}

@@ -1,0 +1,135 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+
+	appsv1 "k8s.io/api/apps/v1"
+	corev1 "k8s.io/api/core/v1"
+	nodev1 "k8s.io/api/node/v1"
+	rbacv1 "k8s.io/api/rbac/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+)
+
+// corefile has no forward plugin: names outside the cluster get no answer rather than a query
+// to the host's resolver.
+const corefile = `.:53 {
+    errors
+    health :8080
+    ready :8181
+    kubernetes cluster.local in-addr.arpa ip6.arpa {
+        pods insecure
+        fallthrough in-addr.arpa ip6.arpa
+    }
+    cache 30
+    loop
+    reload
+}
+`
+
+// installAddons creates RuntimeClass crun and CoreDNS.
+func (c *creator) installAddons(ctx context.Context) error {
+	ns := metav1.NamespaceSystem
+	labels := map[string]string{"k8s-app": "kube-dns"}
+	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "crun"}, Handler: "crun"}
+	if _, err := c.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create RuntimeClass crun: %w", err)
+	}
+	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}}
+	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CoreDNS service account: %w", err)
+	}
+	role := &rbacv1.ClusterRole{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
+		Rules: []rbacv1.PolicyRule{
+			{APIGroups: []string{""}, Resources: []string{"endpoints", "services", "pods", "namespaces"}, Verbs: []string{"list", "watch"}},
+			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
+		},
+	}
+	if _, err := c.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CoreDNS cluster role: %w", err)
+	}
+	binding := &rbacv1.ClusterRoleBinding{
+		ObjectMeta: metav1.ObjectMeta{Name: "system:coredns"},
+		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:coredns"},
+		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "coredns", Namespace: ns}},
+	}
+	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CoreDNS cluster role binding: %w", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}, Data: map[string]string{"Corefile": corefile}}
+	if _, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CoreDNS config: %w", err)
+	}
+	if _, err := c.client.AppsV1().Deployments(ns).Create(ctx, c.corednsDeployment(labels), metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create CoreDNS deployment: %w", err)
+	}
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: ns, Labels: labels},
+		Spec: corev1.ServiceSpec{
+			Selector:  labels,
+			ClusterIP: c.spec.Plan().DNSServiceIP().String(),
+			Ports: []corev1.ServicePort{
+				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
+				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},
+			},
+		},
+	}
+	if _, err := c.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create kube-dns service: %w", err)
+	}
+	return nil
+}
+
+func (c *creator) corednsDeployment(labels map[string]string) *appsv1.Deployment {
+	replicas := int32(1)
+	return &appsv1.Deployment{
+		ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: metav1.NamespaceSystem, Labels: labels},
+		Spec: appsv1.DeploymentSpec{
+			Replicas: &replicas,
+			Selector: &metav1.LabelSelector{MatchLabels: labels},
+			Template: corev1.PodTemplateSpec{
+				ObjectMeta: metav1.ObjectMeta{Labels: labels},
+				Spec: corev1.PodSpec{
+					ServiceAccountName: "coredns",
+					PriorityClassName:  "system-cluster-critical",
+					// Default: the kubelet's resolv.conf, which names no upstream server.
+					DNSPolicy: corev1.DNSDefault,
+					Containers: []corev1.Container{{
+						Name:            "coredns",
+						Image:           c.spec.Images.CoreDNS,
+						ImagePullPolicy: corev1.PullNever,
+						Ports: []corev1.ContainerPort{
+							{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
+							{Name: "dns-tcp", ContainerPort: 53, Protocol: corev1.ProtocolTCP},
+						},
+						Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+							corev1.ResourceCPU: resource.MustParse("50m"), corev1.ResourceMemory: resource.MustParse("32Mi"),
+						}},
+						VolumeMounts: []corev1.VolumeMount{{Name: "config", MountPath: "/etc/coredns", ReadOnly: true}},
+						ReadinessProbe: &corev1.Probe{
+							ProbeHandler:  corev1.ProbeHandler{HTTPGet: &corev1.HTTPGetAction{Path: "/ready", Port: intstr.FromInt32(8181)}},
+							PeriodSeconds: 2,
+						},
+					}},
+					Volumes: []corev1.Volume{{Name: "config", VolumeSource: corev1.VolumeSource{
+						ConfigMap: &corev1.ConfigMapVolumeSource{LocalObjectReference: corev1.LocalObjectReference{Name: "coredns"}},
+					}}},
+				},
+			},
+		},
+	}
+}
+
+// waitCoreDNS waits until the CoreDNS deployment is available.
+func (c *creator) waitCoreDNS(ctx context.Context) error {
+	return c.poll(ctx, "CoreDNS to become available", c.wait, func() (bool, error) {
+		d, err := c.client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, "coredns", metav1.GetOptions{})
+		if err != nil {
+			return false, nil
+		}
+		return d.Status.AvailableReplicas >= 1, nil
+	})
+}

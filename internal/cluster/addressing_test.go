@@ -1,0 +1,150 @@
+package cluster
+
+import (
+	"net"
+	"strings"
+	"testing"
+)
+
+func mustCIDR(t *testing.T, s string) *net.IPNet {
+	t.Helper()
+	_, n, err := net.ParseCIDR(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+func TestPlanRangesAreDisjointAndInsideBlock(t *testing.T) {
+	p := Plan{Index: 3}
+	if got := p.Block().String(); got != "10.203.0.0/16" {
+		t.Fatalf("block = %s", got)
+	}
+	ranges := []*net.IPNet{p.Underlay(), p.ServiceCIDR(), p.ClusterCIDR()}
+	for i, a := range ranges {
+		if !p.Block().Contains(a.IP) {
+			t.Errorf("%s outside block", a)
+		}
+		for j, b := range ranges {
+			if i != j && overlaps(a, b) {
+				t.Errorf("%s overlaps %s", a, b)
+			}
+		}
+	}
+	for i := 1; i <= MaxNodes; i++ {
+		if !p.ClusterCIDR().Contains(p.PodCIDR(i).IP) || !p.Underlay().Contains(p.NodeIP(i)) {
+			t.Errorf("node %d: pod CIDR %s or node IP %s out of range", i, p.PodCIDR(i), p.NodeIP(i))
+		}
+		if p.NodeIP(i).Equal(p.HostIP()) || p.NodeIP(i).Equal(p.ControlPlaneIP()) {
+			t.Errorf("node %d address %s collides", i, p.NodeIP(i))
+		}
+	}
+	if !p.ServiceCIDR().Contains(p.DNSServiceIP()) || !p.ServiceCIDR().Contains(p.KubernetesServiceIP()) {
+		t.Error("service IPs outside the service range")
+	}
+}
+
+func TestPickIndexSkipsUsedAndCollidingBlocks(t *testing.T) {
+	routes := []*net.IPNet{
+		mustCIDR(t, "0.0.0.0/0"),     // the default route collides with nothing
+		mustCIDR(t, "10.201.5.0/24"), // inside block 1
+		mustCIDR(t, "10.192.0.0/10"), // covers 10.192-10.255: every block
+		mustCIDR(t, "192.0.2.0/24"),  // unrelated
+	}
+	if _, err := pickIndex(nil, routes); err == nil || !strings.Contains(err.Error(), "no free address block") {
+		t.Errorf("a /10 over every block: err = %v", err)
+	}
+	got, err := pickIndex(map[int]bool{0: true}, routes[:2])
+	if err != nil || got != 2 {
+		t.Errorf("pickIndex = %d, %v; want 2 (0 used, 1 collides)", got, err)
+	}
+}
+
+func TestChooseIndexValidatesSubnet(t *testing.T) {
+	routes := []*net.IPNet{mustCIDR(t, "10.230.0.0/16")}
+	for _, bad := range []string{"10.1.0.0/16", "10.210.0.0/24", "192.168.0.0/16", "nonsense", "10.255.0.0/16"} {
+		if _, err := chooseIndex(bad, nil, nil); err == nil || !strings.Contains(err.Error(), "--subnet") {
+			t.Errorf("subnet %q: err = %v", bad, err)
+		}
+	}
+	if _, err := chooseIndex("10.230.0.0/16", nil, routes); err == nil || !strings.Contains(err.Error(), "collides with the host route 10.230.0.0/16") {
+		t.Errorf("colliding subnet: err = %v", err)
+	}
+	if _, err := chooseIndex("10.204.0.0/16", map[int]bool{4: true}, nil); err == nil {
+		t.Error("subnet of another cluster accepted")
+	}
+	if got, err := chooseIndex("10.204.0.0/16", nil, routes); err != nil || got != 4 {
+		t.Errorf("chooseIndex = %d, %v", got, err)
+	}
+}
+
+func TestParseRouteDests(t *testing.T) {
+	out := `default via 192.0.2.1 dev eth0
+192.0.2.0/24 dev eth0 proto kernel scope link src 192.0.2.2
+unreachable 10.200.0.0/16
+local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1
+broadcast 127.255.255.255 dev lo table local proto kernel scope link src 127.0.0.1
+`
+	var got []string
+	for _, n := range parseRouteDests(out) {
+		got = append(got, n.String())
+	}
+	want := "0.0.0.0/0 192.0.2.0/24 10.200.0.0/16 127.0.0.1/32 127.255.255.255/32"
+	if strings.Join(got, " ") != want {
+		t.Errorf("got %v, want %s", got, want)
+	}
+}
+
+func TestClusterOfNetns(t *testing.T) {
+	cases := map[string]string{
+		"cnb-a-ctl":          "a",
+		"cnb-a-node12":       "a",
+		"cnb-my-lab-node1":   "my-lab",
+		"cnb-a-node":         "",
+		"cnb-a-other":        "",
+		"cnbhs-test":         "",
+		"cnb-default-node2x": "",
+	}
+	for ns, want := range cases {
+		if got := clusterOfNetns(ns); got != want {
+			t.Errorf("clusterOfNetns(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestValidateOptionsNamesTheFlag(t *testing.T) {
+	base := Options{Name: "a", Nodes: 2, Datapath: "bridge", ProxyMode: "nftables", Wait: 1}
+	cases := []struct {
+		mod  func(*Options)
+		want string
+	}{
+		{func(o *Options) { o.Name = "UPPER" }, "--name"},
+		{func(o *Options) { o.Name = "twelve-chars" }, "--name"},
+		{func(o *Options) { o.Nodes = 0 }, "--nodes 0"},
+		{func(o *Options) { o.Nodes = MaxNodes + 1 }, "--nodes"},
+		{func(o *Options) { o.Datapath = "weave" }, `--datapath "weave": expected one of bridge`},
+		{func(o *Options) { o.ProxyMode = "ipvs" }, `--proxy-mode "ipvs"`},
+		{func(o *Options) { o.Wait = 0 }, "--wait"},
+	}
+	for _, c := range cases {
+		o := base
+		c.mod(&o)
+		if _, err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("want error containing %q, got %v", c.want, err)
+		}
+	}
+	o := base
+	if _, err := o.validate(); err != nil {
+		t.Errorf("valid options refused: %v", err)
+	}
+	// The root veth cnb-<name> must fit the kernel's 15-byte interface names.
+	if s := (Spec{Name: "abcdefghijk"}); ValidateName(s.Name) != nil || len(s.HostLink()) > 15 {
+		t.Errorf("longest valid name gives link %q", s.HostLink())
+	}
+}
+
+func TestUnescapeMount(t *testing.T) {
+	if got := unescapeMount(`/var/lib/a\040b`); got != "/var/lib/a b" {
+		t.Errorf("got %q", got)
+	}
+}

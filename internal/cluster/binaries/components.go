@@ -1,0 +1,260 @@
+package binaries
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Pinned versions. The Go module proxy serves only some versions of these
+// modules (Kubernetes v1.32.x lacks staging modules there, for example), so
+// these are versions verified to build on the target machine.
+const (
+	// KubernetesVersion is the Kubernetes release built for the control
+	// plane and the nodes. kubelet 1.35+ refuses cgroup v1 by default.
+	KubernetesVersion = "v1.34.2"
+	// CoreDNSVersion is the CoreDNS release used as cluster DNS.
+	CoreDNSVersion = "v1.15.0"
+	// CNIPluginsVersion is the containernetworking/plugins release.
+	CNIPluginsVersion = "v1.9.1"
+	// ContainerdVersion is the containerd release run on every node.
+	ContainerdVersion = "v2.1.5"
+)
+
+// Component names, as used in Lookup, stamps and log file names.
+const (
+	Kubernetes = "kubernetes"
+	CoreDNS    = "coredns"
+	CNIPlugins = "cni-plugins"
+	Containerd = "containerd"
+)
+
+// PauseBinary is the name of the sandbox (pause) binary that scripts/setup.sh
+// builds from cmd/cnb-pause into the cache's bin directory. It is not a
+// Component because it comes from this repository, not the module proxy.
+const PauseBinary = "cnb-pause"
+
+// recipeRevision is mixed into every recipe hash so that a change to how this
+// package builds things (not visible in the table) still invalidates stamps.
+const recipeRevision = "1"
+
+// buildKind selects how a component is produced from the module proxy.
+type buildKind int
+
+const (
+	// goInstall runs `go install pkg@version` for each package.
+	goInstall buildKind = iota
+	// k8sWrapper builds inside a generated wrapper module, because
+	// k8s.io/kubernetes uses replace directives that `go install` rejects.
+	k8sWrapper
+	// moduleCopy builds inside a writable copy of the downloaded module,
+	// because its replace directives also defeat `go install`.
+	moduleCopy
+)
+
+func (k buildKind) String() string {
+	switch k {
+	case goInstall:
+		return "go-install"
+	case k8sWrapper:
+		return "k8s-wrapper"
+	case moduleCopy:
+		return "module-copy"
+	}
+	return fmt.Sprintf("kind-%d", int(k))
+}
+
+// Component is one group of third-party binaries built together from one
+// module at one pinned version.
+type Component struct {
+	// Name identifies the component (see the Kubernetes, CoreDNS, ...
+	// constants).
+	Name string
+	// Module is the Go module path the binaries come from.
+	Module string
+	// Version is the pinned module version.
+	Version string
+	// Binaries are the file names the build puts into the cache's bin dir.
+	Binaries []string
+	// ColdBuild is a rough build time with empty Go caches on the 2-core
+	// target machine, shown so a long build does not look hung.
+	ColdBuild time.Duration
+
+	kind buildKind
+	// packages are full import paths (goInstall, k8sWrapper) or paths
+	// relative to the module root such as "./cmd/ctr" (moduleCopy). Each
+	// package's last element is the binary name.
+	packages []string
+	tags     []string
+	ldflags  string
+	// verify is run on a freshly built binary before it is installed, so a
+	// binary that cannot even start is never stamped as good.
+	verify verifySpec
+}
+
+// verifySpec describes a smoke test of one built binary.
+type verifySpec struct {
+	binary string
+	args   []string
+	env    []string
+	// want must appear in the combined output.
+	want string
+}
+
+// Components returns the table of every component the local cluster needs,
+// in the order they should be built (cheapest first, so quick failures such
+// as a proxy refusal show up early).
+func Components() []Component {
+	cniPkgs := []string{
+		"main/bridge", "main/ptp", "main/macvlan", "main/loopback",
+		"ipam/host-local",
+		"meta/bandwidth", "meta/portmap", "meta/firewall", "meta/tuning",
+	}
+	cni := Component{
+		Name:      CNIPlugins,
+		Module:    "github.com/containernetworking/plugins",
+		Version:   CNIPluginsVersion,
+		ColdBuild: 30 * time.Second,
+		kind:      goInstall,
+		ldflags:   "-s -w",
+		verify: verifySpec{
+			binary: "bridge",
+			env:    []string{"CNI_COMMAND=VERSION"},
+			want:   "supportedVersions",
+		},
+	}
+	for _, p := range cniPkgs {
+		cni.packages = append(cni.packages, "github.com/containernetworking/plugins/plugins/"+p)
+	}
+
+	k8sCmds := []string{
+		"kube-apiserver", "kube-controller-manager", "kube-scheduler",
+		"kubelet", "kube-proxy", "kubectl",
+	}
+	k8s := Component{
+		Name:      Kubernetes,
+		Module:    "k8s.io/kubernetes",
+		Version:   KubernetesVersion,
+		ColdBuild: 6 * time.Minute,
+		kind:      k8sWrapper,
+		ldflags:   k8sLDFlags(KubernetesVersion),
+		verify: verifySpec{
+			binary: "kubectl",
+			args:   []string{"version", "--client"},
+			want:   KubernetesVersion,
+		},
+	}
+	for _, c := range k8sCmds {
+		k8s.packages = append(k8s.packages, "k8s.io/kubernetes/cmd/"+c)
+	}
+
+	const ctdModule = "github.com/containerd/containerd/v2"
+	ctd := Component{
+		Name:      Containerd,
+		Module:    ctdModule,
+		Version:   ContainerdVersion,
+		ColdBuild: 2 * time.Minute,
+		kind:      moduleCopy,
+		packages:  []string{"./cmd/containerd", "./cmd/containerd-shim-runc-v2", "./cmd/ctr"},
+		// The cluster uses the overlayfs snapshotter only. btrfs needs cgo
+		// (CGO_ENABLED=0 drops it anyway; the tag says so explicitly),
+		// devmapper and zfs are pure Go but would only add size and plugins
+		// that fail to initialise. urfave_cli_no_docs is upstream's default
+		// and drops the man page generator.
+		tags: []string{"no_btrfs", "no_devmapper", "no_zfs", "urfave_cli_no_docs"},
+		// Upstream's Makefile sets the version from git, which a module zip
+		// lacks; without it the binary reports "2.1.5+unknown".
+		ldflags: "-s -w -X " + ctdModule + "/version.Version=" + ContainerdVersion,
+		verify: verifySpec{
+			binary: "containerd",
+			args:   []string{"--version"},
+			want:   ContainerdVersion,
+		},
+	}
+
+	coredns := Component{
+		Name:      CoreDNS,
+		Module:    "github.com/coredns/coredns",
+		Version:   CoreDNSVersion,
+		ColdBuild: 2 * time.Minute,
+		kind:      goInstall,
+		ldflags:   "-s -w",
+		packages:  []string{"github.com/coredns/coredns"},
+		verify: verifySpec{
+			binary: "coredns",
+			args:   []string{"-version"},
+			want:   strings.TrimPrefix(CoreDNSVersion, "v"),
+		},
+	}
+
+	for _, c := range []*Component{&cni, &k8s, &ctd, &coredns} {
+		c.Binaries = binaryNames(c.packages)
+	}
+	return []Component{cni, coredns, ctd, k8s}
+}
+
+// Lookup returns the component with the given name.
+func Lookup(name string) (Component, error) {
+	var names []string
+	for _, c := range Components() {
+		if c.Name == name {
+			return c, nil
+		}
+		names = append(names, c.Name)
+	}
+	return Component{}, fmt.Errorf("unknown component %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// k8sLDFlags stamps the version into the binaries the same way the upstream
+// release build does, so `kubectl version` and the apiserver's /version report
+// the real release instead of v0.0.0.
+func k8sLDFlags(version string) string {
+	major, minor := "", ""
+	if parts := strings.SplitN(strings.TrimPrefix(version, "v"), ".", 3); len(parts) >= 2 {
+		major, minor = parts[0], parts[1]
+	}
+	return "-s -w" +
+		" -X k8s.io/component-base/version.gitVersion=" + version +
+		" -X k8s.io/component-base/version.gitMajor=" + major +
+		" -X k8s.io/component-base/version.gitMinor=" + minor +
+		" -X k8s.io/client-go/pkg/version.gitVersion=" + version
+}
+
+// RecipeHash is a short digest of everything that determines the component's
+// build output. It is stored in the stamp so that any change to the recipe,
+// not just the version, triggers a rebuild.
+func (c Component) RecipeHash() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "rev=%s\nname=%s\nkind=%s\nmodule=%s\nversion=%s\n",
+		recipeRevision, c.Name, c.kind, c.Module, c.Version)
+	fmt.Fprintf(&b, "packages=%s\nbinaries=%s\ntags=%s\nldflags=%s\n",
+		strings.Join(c.packages, ","), strings.Join(c.Binaries, ","),
+		strings.Join(c.tags, ","), c.ldflags)
+	sum := sha256.Sum256([]byte(b.String()))
+	return hex.EncodeToString(sum[:])[:16]
+}
+
+// stampContent is what the component's stamp file holds after a successful
+// build of the current recipe.
+func (c Component) stampContent() string {
+	return c.Version + " " + c.RecipeHash() + "\n"
+}
+
+// describe is the human summary used in progress lines.
+func (c Component) describe() string {
+	unit := "binaries"
+	if len(c.Binaries) == 1 {
+		unit = "binary"
+	}
+	return fmt.Sprintf("%s %s (%d %s, %s cold)", c.Name, c.Version, len(c.Binaries), unit, estimate(c.ColdBuild))
+}
+
+// estimate prints a rough duration the way people say it: "~6 min", "~30 s".
+func estimate(d time.Duration) string {
+	if d >= time.Minute {
+		return fmt.Sprintf("~%d min", int(d.Round(time.Minute)/time.Minute))
+	}
+	return fmt.Sprintf("~%d s", int(d.Round(time.Second)/time.Second))
+}

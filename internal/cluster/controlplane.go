@@ -1,0 +1,99 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"path/filepath"
+	"strings"
+)
+
+// startControlPlane starts etcd and the API server, waits for /readyz, then starts the
+// controller-manager and scheduler.
+func (c *creator) startControlPlane(ctx context.Context) error {
+	s, p := c.spec, c.spec.Plan()
+	dir := c.layout.Dir(s.Name)
+	pkiDir := c.layout.pkiDir(s.Name)
+	pk := func(f string) string { return filepath.Join(pkiDir, f) }
+	cg := s.CgroupRoot() + "/ctl"
+
+	// etcd listens on the namespace's loopback only: nothing but the API server talks to it.
+	etcd, err := c.start(ctx, daemon{name: "etcd", netns: s.CtlNetns(), cgroup: cg, argv: []string{
+		c.hostBin("etcd"),
+		"--name=cnb", "--data-dir=" + filepath.Join(dir, "etcd"),
+		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
+		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
+		"--initial-cluster=cnb=http://127.0.0.1:2380", "--listen-metrics-urls=",
+		"--quota-backend-bytes=2147483648", "--log-level=warn",
+	}})
+	if err != nil {
+		return err
+	}
+	c.watch(etcd)
+	api, err := c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
+		c.bin("kube-apiserver"),
+		"--etcd-servers=http://127.0.0.1:2379",
+		"--advertise-address=" + p.ControlPlaneIP().String(),
+		"--bind-address=0.0.0.0", "--secure-port=6443",
+		"--service-cluster-ip-range=" + p.ServiceCIDR().String(),
+		"--client-ca-file=" + pk("ca.crt"),
+		"--tls-cert-file=" + pk("apiserver.crt"), "--tls-private-key-file=" + pk("apiserver.key"),
+		"--kubelet-client-certificate=" + pk("apiserver-kubelet-client.crt"),
+		"--kubelet-client-key=" + pk("apiserver-kubelet-client.key"),
+		"--kubelet-certificate-authority=" + pk("ca.crt"),
+		// Node names resolve nowhere (the host's resolver must never see them): use addresses.
+		"--kubelet-preferred-address-types=InternalIP",
+		"--service-account-issuer=https://kubernetes.default.svc.cluster.local",
+		"--service-account-key-file=" + pk("sa.crt"),
+		"--service-account-signing-key-file=" + pk("sa.key"),
+		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
+		"--allow-privileged=true", "--profiling=false",
+		"--cert-dir=" + filepath.Join(dir, "apiserver"),
+	}})
+	if err != nil {
+		return err
+	}
+	c.watch(api)
+	c.progress("waiting for the API server")
+	if err := c.waitAPIServer(ctx); err != nil {
+		return err
+	}
+	common := []string{
+		"--kubeconfig=" + pk("{who}.kubeconfig"),
+		"--authentication-kubeconfig=" + pk("{who}.kubeconfig"),
+		"--authorization-kubeconfig=" + pk("{who}.kubeconfig"),
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false",
+		"--cert-dir=" + filepath.Join(dir, "{who}"),
+	}
+	cmArgs := append(expand(common, "controller-manager"),
+		"--cluster-signing-cert-file="+pk("ca.crt"), "--cluster-signing-key-file="+pk("ca.key"),
+		"--root-ca-file="+pk("ca.crt"), "--service-account-private-key-file="+pk("sa.key"),
+		"--use-service-account-credentials=true",
+		"--service-cluster-ip-range="+p.ServiceCIDR().String(),
+		"--cluster-cidr="+p.ClusterCIDR().String(),
+		fmt.Sprintf("--allocate-node-cidrs=%t", c.dp.AllocateNodeCIDRs()), "--node-cidr-mask-size=24",
+		// Without a cloud provider the route controller would only complain.
+		"--configure-cloud-routes=false",
+	)
+	cm, err := c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
+		argv: append([]string{c.bin("kube-controller-manager")}, cmArgs...)})
+	if err != nil {
+		return err
+	}
+	c.watch(cm)
+	sched, err := c.start(ctx, daemon{name: "kube-scheduler", netns: s.CtlNetns(), cgroup: cg,
+		argv: append([]string{c.bin("kube-scheduler")}, expand(common, "scheduler")...)})
+	if err != nil {
+		return err
+	}
+	c.watch(sched)
+	return nil
+}
+
+// expand fills the {who} in each argument.
+func expand(args []string, who string) []string {
+	out := make([]string, len(args))
+	for i, a := range args {
+		out[i] = strings.ReplaceAll(a, "{who}", who)
+	}
+	return out
+}

@@ -1,0 +1,327 @@
+package cluster
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"k8s.io/client-go/kubernetes"
+)
+
+// Options are the inputs of Create.
+type Options struct {
+	Name      string
+	Nodes     int
+	Datapath  string
+	ProxyMode string
+	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
+	Subnet string
+	// Wait bounds the wait for nodes Ready and CoreDNS available.
+	Wait time.Duration
+	// Out receives progress lines.
+	Out io.Writer
+	// Layout and Cache default to DefaultLayout() and binaries.DefaultDir().
+	Layout Layout
+	Cache  binaries.Cache
+}
+
+// ProxyModes are the kube-proxy modes this kernel supports (no IPVS here).
+func ProxyModes() []string { return []string{"nftables", "iptables"} }
+
+// creator carries the state of one create.
+type creator struct {
+	layout Layout
+	cache  binaries.Cache
+	spec   Spec
+	dp     datapath.Datapath
+	hier   []string
+	out    io.Writer
+	began  time.Time
+	client kubernetes.Interface
+	wait   time.Duration
+	// archives are the image archives every node imports.
+	archives []string
+
+	mu      sync.Mutex
+	daemons []*running
+}
+
+// validate checks the options; each error names the flag and what was expected.
+func (o *Options) validate() (datapath.Datapath, error) {
+	if err := ValidateName(o.Name); err != nil {
+		return nil, err
+	}
+	if o.Nodes < 1 || o.Nodes > MaxNodes {
+		return nil, fmt.Errorf("--nodes %d: expected a whole number from 1 to %d", o.Nodes, MaxNodes)
+	}
+	dp, err := datapath.Lookup(o.Datapath)
+	if err != nil {
+		return nil, err
+	}
+	modeOK := false
+	for _, m := range ProxyModes() {
+		modeOK = modeOK || m == o.ProxyMode
+	}
+	if !modeOK {
+		return nil, fmt.Errorf("--proxy-mode %q: expected nftables or iptables (IPVS is not in this kernel)", o.ProxyMode)
+	}
+	if o.Wait <= 0 {
+		return nil, fmt.Errorf("--wait %s: expected a positive duration such as 3m", o.Wait)
+	}
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Layout.Root == "" {
+		o.Layout = DefaultLayout()
+	}
+	if o.Cache.Dir == "" {
+		o.Cache = binaries.Cache{Dir: binaries.DefaultDir()}
+	}
+	return dp, nil
+}
+
+// Create builds a cluster and returns when its nodes are Ready and CoreDNS is available. On
+// any failure, including cancellation, it removes everything it created before returning.
+func Create(ctx context.Context, o Options) (err error) {
+	dp, err := o.validate()
+	if err != nil {
+		return err
+	}
+	if err := checkDependencies(o.Cache); err != nil {
+		return err
+	}
+	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, out: o.Out, began: time.Now(), wait: o.Wait}
+	if c.hier, err = v1Hierarchies(); err != nil {
+		return err
+	}
+	if c.spec, err = reserve(o); err != nil {
+		return err
+	}
+	defer func() {
+		if err != nil {
+			err = c.abort(err)
+		}
+	}()
+	if err := c.build(ctx); err != nil {
+		return err
+	}
+	c.spec.Status = StatusReady
+	if err := c.layout.writeSpec(c.spec); err != nil {
+		return err
+	}
+	c.progress("cluster %s is ready (%d nodes, datapath %s, kube-proxy %s)", c.spec.Name, c.spec.Nodes, c.spec.Datapath, c.spec.ProxyMode)
+	return nil
+}
+
+// build runs the steps of a create in order.
+func (c *creator) build(ctx context.Context) error {
+	steps := []struct {
+		what string
+		fn   func(context.Context) error
+	}{
+		{"building images", c.buildImages},
+		{"issuing certificates", func(context.Context) error { return writePKI(c.layout, c.spec) }},
+		{"creating namespaces and underlay", c.setupNetwork},
+		{"sharing the state directory with the node runtimes", c.shareStateDir},
+		{"starting etcd and the control plane", c.startControlPlane},
+		{"starting nodes", c.startNodes},
+		{"waiting for nodes to be Ready", c.waitNodesReady},
+		{"installing CoreDNS and RuntimeClass crun", c.installAddons},
+		{"waiting for CoreDNS", c.waitCoreDNS},
+	}
+	for _, st := range steps {
+		if err := ctx.Err(); err != nil {
+			return fmt.Errorf("create %s: %w", c.spec.Name, err)
+		}
+		c.progress("%s", st.what)
+		if err := st.fn(ctx); err != nil {
+			return fmt.Errorf("create %s: %s: %w", c.spec.Name, st.what, err)
+		}
+	}
+	return nil
+}
+
+// abort removes a failed cluster, keeping its logs for the user, and returns the cause.
+func (c *creator) abort(cause error) error {
+	c.progress("create failed; removing what was created")
+	kept := ""
+	logs := c.layout.LogDir(c.spec.Name)
+	if entries, err := os.ReadDir(logs); err == nil && len(entries) > 0 {
+		dst := filepath.Join(filepath.Dir(c.layout.Root), "failed", fmt.Sprintf("%s-%s", c.spec.Name, time.Now().Format("20060102-150405")))
+		if os.MkdirAll(filepath.Dir(dst), 0o755) == nil && os.Rename(logs, dst) == nil {
+			kept = dst
+		}
+	}
+	// A fresh context: the create's own may be the one that was cancelled.
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	if err := Delete(ctx, DeleteOptions{Name: c.spec.Name, Layout: c.layout, Out: c.out}); err != nil {
+		cause = fmt.Errorf("%w\ncleanup after the failure also failed: %v", cause, err)
+	}
+	if kept != "" {
+		cause = fmt.Errorf("%w\nlogs of the failed cluster: %s", cause, kept)
+	}
+	return cause
+}
+
+// reserve allocates the name and address block under a lock and writes the spec, before any
+// host object exists, so that delete can always find what a create made.
+func reserve(o Options) (Spec, error) {
+	unlock, err := o.Layout.lock()
+	if err != nil {
+		return Spec{}, err
+	}
+	defer unlock()
+
+	names, err := o.Layout.Names()
+	if err != nil {
+		return Spec{}, err
+	}
+	used := map[int]bool{}
+	for _, n := range names {
+		if n == o.Name {
+			return Spec{}, fmt.Errorf("--name %s: a cluster of that name exists (delete it with: cnibench cluster delete --name %s)", o.Name, o.Name)
+		}
+		if s, err := o.Layout.ReadSpec(n); err == nil {
+			used[s.Index] = true
+		}
+	}
+	if leftovers := namespacesOf(o.Name); len(leftovers) > 0 {
+		return Spec{}, fmt.Errorf("--name %s: namespaces of that name exist (%v); run: cnibench cluster delete --name %s", o.Name, leftovers, o.Name)
+	}
+	routes, err := hostRoutes()
+	if err != nil {
+		return Spec{}, err
+	}
+	index, err := chooseIndex(o.Subnet, used, routes)
+	if err != nil {
+		return Spec{}, err
+	}
+	if err := o.Layout.claimHostDirs(); err != nil {
+		return Spec{}, err
+	}
+	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
+		Status: StatusCreating, Created: time.Now().UTC()}
+	return s, o.Layout.writeSpec(s)
+}
+
+// chooseIndex honours --subnet when given, else picks a free block.
+func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, error) {
+	if subnet == "" {
+		return pickIndex(used, routes)
+	}
+	ip, n, err := net.ParseCIDR(subnet)
+	ones, _ := func() (int, int) {
+		if n == nil {
+			return 0, 0
+		}
+		return n.Mask.Size()
+	}()
+	v4 := ip.To4()
+	if err != nil || v4 == nil || ones != 16 || v4[0] != 10 || int(v4[1]) < firstBlockOctet || int(v4[1]) >= firstBlockOctet+maxClusters {
+		return 0, fmt.Errorf("--subnet %q: expected a /16 from 10.%d.0.0/16 to 10.%d.0.0/16", subnet, firstBlockOctet, firstBlockOctet+maxClusters-1)
+	}
+	index := int(v4[1]) - firstBlockOctet
+	if used[index] {
+		return 0, fmt.Errorf("--subnet %s: used by another cnibench cluster", subnet)
+	}
+	block := Plan{Index: index}.Block()
+	for _, r := range routes {
+		if r.IP.To4() != nil && !isDefault(r) && overlaps(block, r) {
+			return 0, fmt.Errorf("--subnet %s: collides with the host route %s; choose another block or omit --subnet", subnet, r)
+		}
+	}
+	return index, nil
+}
+
+// progress prints one line with the time since create began.
+func (c *creator) progress(format string, args ...any) {
+	fmt.Fprintf(c.out, "[%5.1fs] %s\n", time.Since(c.began).Seconds(), fmt.Sprintf(format, args...))
+}
+
+// watch registers a daemon whose death should fail the create at once.
+func (c *creator) watch(r *running) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.daemons = append(c.daemons, r)
+}
+
+// deadDaemon returns the error of the first watched daemon that has exited.
+func (c *creator) deadDaemon() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for _, r := range c.daemons {
+		if err := r.exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// poll waits for cond, failing early when a daemon dies, the context ends or timeout passes.
+func (c *creator) poll(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err := c.deadDaemon(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// bin is the path of a cached binary.
+func (c *creator) bin(name string) string { return c.cache.Path(name) }
+
+// hostBin is a binary from the host's packages (etcd, runc).
+func (c *creator) hostBin(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
+	}
+	return name
+}
+
+// cniBinDir holds the CNI plugins.
+func (c *creator) cniBinDir() string { return filepath.Dir(c.cache.Path("bridge")) }
+
+// runDir holds pid files.
+func (c *creator) runDir() string { return filepath.Join(c.layout.Dir(c.spec.Name), "run") }
+
+// parallel runs fn for nodes 1..n concurrently and joins their errors.
+func parallel(n int, fn func(i int) error) error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := 1; i <= n; i++ {
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i-1] = fn(i)
+		}(i)
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}

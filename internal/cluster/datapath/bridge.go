@@ -1,0 +1,82 @@
+package datapath
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Bridge is the simplest datapath: a Linux bridge per node with host-local IPAM, and plain
+// routes to every other node's pod subnet over the underlay (what flannel calls host-gw).
+type Bridge struct{}
+
+// Name implements Datapath.
+func (Bridge) Name() string { return "bridge" }
+
+// AllocateNodeCIDRs implements Datapath: the plan fixes each node's subnet.
+func (Bridge) AllocateNodeCIDRs() bool { return false }
+
+// Setup writes each node's conflist and installs the inter-node routes.
+func (Bridge) Setup(ctx context.Context, c Cluster) error {
+	for _, n := range c.Nodes {
+		if err := writeBridgeConf(n); err != nil {
+			return err
+		}
+		for _, peer := range c.Nodes {
+			if peer.Name == n.Name {
+				continue
+			}
+			if err := ipIn(ctx, n.Netns, "route", "replace", peer.PodCIDR.String(), "via", peer.IP.String(), "dev", n.Uplink); err != nil {
+				return fmt.Errorf("route to %s pods on %s: %w", peer.Name, n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func writeBridgeConf(n Node) error {
+	conf := map[string]any{
+		"cniVersion": "1.0.0",
+		// The network name is per node because host-local keys its state by it; a shared name
+		// would make nodes share allocations if dataDir were ever left at its default.
+		"name": "cnb-" + n.Name,
+		"plugins": []any{
+			map[string]any{
+				"type":        "bridge",
+				"bridge":      "cnb0",
+				"isGateway":   true,
+				"ipMasq":      false,
+				"hairpinMode": true,
+				"ipam": map[string]any{
+					"type":    "host-local",
+					"dataDir": filepath.Join(n.DataDir, "ipam"),
+					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String(), "gateway": n.Gateway.String()}}},
+					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+				},
+			},
+			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+	return writeConflist(n, "10-cnb-bridge.conflist", conf)
+}
+
+// writeConflist writes a CNI configuration list atomically, so the runtime never reads half.
+func writeConflist(n Node, file string, conf map[string]any) error {
+	data, err := json.MarshalIndent(conf, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode CNI config of %s: %w", n.Name, err)
+	}
+	if err := os.MkdirAll(n.CNIConfDir, 0o755); err != nil {
+		return fmt.Errorf("create CNI config dir of %s: %w", n.Name, err)
+	}
+	tmp := filepath.Join(n.CNIConfDir, "."+file+".tmp")
+	if err := os.WriteFile(tmp, data, 0o644); err != nil {
+		return fmt.Errorf("write CNI config of %s: %w", n.Name, err)
+	}
+	if err := os.Rename(tmp, filepath.Join(n.CNIConfDir, file)); err != nil {
+		return fmt.Errorf("write CNI config of %s: %w", n.Name, err)
+	}
+	return nil
+}

@@ -1,0 +1,80 @@
+// Package datapath holds the pod network implementations of the local cluster, one file per
+// datapath. A datapath writes each node's CNI configuration and installs whatever forwarding
+// it needs between nodes, inside the cluster's namespaces only.
+package datapath
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os/exec"
+	"sort"
+	"strings"
+)
+
+// Node is what a datapath needs to know of one node.
+type Node struct {
+	Name       string     // Kubernetes node name
+	Netns      string     // network namespace under /run/netns
+	Uplink     string     // the node's underlay interface inside its namespace
+	IP         net.IP     // underlay address
+	PodCIDR    *net.IPNet // the node's pod subnet
+	Gateway    net.IP     // first address of PodCIDR, the pods' default gateway
+	CNIConfDir string     // where the node's container runtime reads CNI configuration
+	DataDir    string     // node-private state (e.g. host-local IPAM allocations)
+}
+
+// Cluster is what a datapath needs to know of the cluster.
+type Cluster struct {
+	Name        string
+	ClusterCIDR *net.IPNet
+	Nodes       []Node
+}
+
+// Datapath sets up pod networking for a cluster whose nodes' namespaces and underlay exist.
+type Datapath interface {
+	// Name is the --datapath value.
+	Name() string
+	// AllocateNodeCIDRs says whether the controller-manager assigns node pod CIDRs; when false,
+	// the provider writes each Node's spec.podCIDR from its own plan.
+	AllocateNodeCIDRs() bool
+	// Setup runs before the nodes' kubelets start.
+	Setup(ctx context.Context, c Cluster) error
+}
+
+// registry maps --datapath values to implementations; a function, not a variable, so that
+// there is no package-level mutable state.
+func registry() map[string]Datapath {
+	return map[string]Datapath{
+		"bridge": Bridge{},
+	}
+}
+
+// Names lists the known datapaths, sorted.
+func Names() []string {
+	var names []string
+	for n := range registry() {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	return names
+}
+
+// Lookup returns the datapath called name.
+func Lookup(name string) (Datapath, error) {
+	d, ok := registry()[name]
+	if !ok {
+		return nil, fmt.Errorf("--datapath %q: expected one of %s", name, strings.Join(Names(), ", "))
+	}
+	return d, nil
+}
+
+// ipIn runs an iproute2 command inside a network namespace.
+func ipIn(ctx context.Context, netns string, args ...string) error {
+	full := append([]string{"-n", netns}, args...)
+	out, err := exec.CommandContext(ctx, "ip", full...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip %s: %w: %s", strings.Join(full, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

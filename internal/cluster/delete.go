@@ -1,0 +1,285 @@
+package cluster
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// DeleteOptions are the inputs of Delete.
+type DeleteOptions struct {
+	Name   string
+	Layout Layout
+	Out    io.Writer
+}
+
+// ErrNotFound is returned by Delete for a name with neither state nor namespaces.
+var ErrNotFound = errors.New("no such cluster")
+
+// Delete stops every process of the cluster and removes every host object it created. It
+// works from whatever a create got to, including one that was killed: names and ranges are
+// recomputed from the spec written before anything else, and processes are found through the
+// cluster's cgroup as well as its pid files.
+func Delete(ctx context.Context, o DeleteOptions) error {
+	if o.Out == nil {
+		o.Out = io.Discard
+	}
+	if o.Layout.Root == "" {
+		o.Layout = DefaultLayout()
+	}
+	if err := ValidateName(o.Name); err != nil {
+		return err
+	}
+	spec, specErr := o.Layout.ReadSpec(o.Name)
+	if specErr != nil && !errors.Is(specErr, fs.ErrNotExist) {
+		return specErr
+	}
+	haveSpec := specErr == nil
+	if !haveSpec {
+		if _, err := os.Stat(o.Layout.Dir(o.Name)); err != nil && len(namespacesOf(o.Name)) == 0 {
+			return fmt.Errorf("delete %s: %w", o.Name, ErrNotFound)
+		}
+		spec = Spec{Name: o.Name, Index: -1}
+	} else {
+		spec.Status = StatusDeleting
+		_ = o.Layout.writeSpec(spec)
+	}
+	hier, err := v1Hierarchies()
+	if err != nil {
+		return err
+	}
+	d := deleter{spec: spec, layout: o.Layout, hier: hier}
+	var errs []error
+	d.stopAll(ctx)
+	errs = append(errs, d.unmountAll())
+	errs = append(errs, d.removeNetwork(ctx))
+	errs = append(errs, d.removeCgroups(ctx))
+	if err := errors.Join(errs...); err != nil {
+		return fmt.Errorf("delete %s: %w", o.Name, err)
+	}
+	if err := os.RemoveAll(o.Layout.Dir(o.Name)); err != nil {
+		return fmt.Errorf("delete %s: remove state: %w", o.Name, err)
+	}
+	if err := o.Layout.releaseHostDirs(); err != nil {
+		return fmt.Errorf("delete %s: %w", o.Name, err)
+	}
+	fmt.Fprintf(o.Out, "deleted cluster %s\n", o.Name)
+	return nil
+}
+
+type deleter struct {
+	spec   Spec
+	layout Layout
+	hier   []string
+}
+
+// stopAll stops processes in the order their dependencies need: node agents first (so they do
+// not restart containers), then containers, the runtimes, the controllers, the API server, and
+// etcd last (the API server hangs on shutdown without it). Whatever remains in the cluster's
+// cgroup is then killed.
+func (d deleter) stopAll(ctx context.Context) {
+	runDir := filepath.Join(d.layout.Dir(d.spec.Name), "run")
+	byPidFile := func(suffixes ...string) []int {
+		var pids []int
+		entries, _ := os.ReadDir(runDir)
+		for _, e := range entries {
+			for _, s := range suffixes {
+				if strings.HasSuffix(e.Name(), s+".pid") {
+					if pid := readPid(filepath.Join(runDir, e.Name())); pid > 0 && inCgroup(pid, d.spec.CgroupRoot()) {
+						pids = append(pids, pid)
+					}
+				}
+			}
+		}
+		return pids
+	}
+	root := d.spec.CgroupRoot()
+	stopPids(ctx, byPidFile("-kubelet", "-kube-proxy"), 10*time.Second)
+	var containers []int
+	for _, dir := range d.nodeCgroups() {
+		containers = append(containers, pidsUnder(d.hier, dir+"/kubepods")...)
+	}
+	stopPids(ctx, containers, 0)
+	stopPids(ctx, byPidFile("-containerd"), 10*time.Second)
+	stopPids(ctx, pidsUnder(d.hier, root), 5*time.Second)
+	stopPids(ctx, byPidFile("kube-scheduler", "kube-controller-manager"), 5*time.Second)
+	stopPids(ctx, byPidFile("kube-apiserver"), 10*time.Second)
+	stopPids(ctx, byPidFile("etcd"), 10*time.Second)
+	for i := 0; i < 50; i++ {
+		pids := pidsUnder(d.hier, root)
+		if len(pids) == 0 {
+			return
+		}
+		stopPids(ctx, pids, 0)
+	}
+}
+
+// nodeCgroups lists the cluster's per-node cgroup paths that exist.
+func (d deleter) nodeCgroups() []string {
+	entries, _ := os.ReadDir(filepath.Join(cgroupMount, "pids", d.spec.CgroupRoot()))
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() && strings.HasPrefix(e.Name(), "node") {
+			out = append(out, d.spec.CgroupRoot()+"/"+e.Name())
+		}
+	}
+	return out
+}
+
+// unmountAll detaches every mount below the state directory (overlay rootfs, shm, pod netns,
+// kubelet volumes), deepest first.
+func (d deleter) unmountAll() error {
+	prefix := d.layout.Dir(d.spec.Name)
+	var errs []error
+	for round := 0; round < 5; round++ {
+		points, err := mountsUnder(prefix)
+		if err != nil {
+			return err
+		}
+		if len(points) == 0 {
+			return nil
+		}
+		errs = errs[:0]
+		for _, p := range points {
+			if err := unix.Unmount(p, 0); err != nil {
+				if err2 := unix.Unmount(p, unix.MNT_DETACH); err2 != nil && !errors.Is(err2, unix.EINVAL) && !errors.Is(err2, unix.ENOENT) {
+					errs = append(errs, fmt.Errorf("unmount %s: %w", p, err2))
+				}
+			}
+		}
+	}
+	if points, _ := mountsUnder(prefix); len(points) > 0 {
+		errs = append(errs, fmt.Errorf("mounts remain: %s", strings.Join(points, ", ")))
+	}
+	return errors.Join(errs...)
+}
+
+// mountsUnder lists mount points below prefix, deepest first.
+func mountsUnder(prefix string) ([]string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return nil, fmt.Errorf("read mountinfo: %w", err)
+	}
+	defer f.Close()
+	var points []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) > 4 {
+			mp := unescapeMount(fields[4])
+			if mp == prefix || strings.HasPrefix(mp, prefix+"/") {
+				points = append(points, mp)
+			}
+		}
+	}
+	sort.Slice(points, func(i, j int) bool { return len(points[i]) > len(points[j]) })
+	return points, sc.Err()
+}
+
+// unescapeMount decodes the octal escapes (\040 for space) of mountinfo paths.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			var v int
+			if _, err := fmt.Sscanf(s[i+1:i+4], "%o", &v); err == nil {
+				b.WriteByte(byte(v))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// removeNetwork deletes the namespaces (which takes their links with them), the root veth if
+// it survived, and the unreachable route.
+func (d deleter) removeNetwork(ctx context.Context) error {
+	var errs []error
+	for _, ns := range namespacesOf(d.spec.Name) {
+		if err := run(ctx, "ip", "netns", "delete", ns); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if _, err := os.Stat("/sys/class/net/" + d.spec.HostLink()); err == nil {
+		if err := run(ctx, "ip", "link", "delete", d.spec.HostLink()); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if d.spec.Index >= 0 {
+		block := d.spec.Plan().Block().String()
+		routes, err := hostRoutes()
+		if err != nil {
+			return err
+		}
+		for _, r := range routes {
+			if r.String() == block {
+				if err := run(ctx, "ip", "route", "delete", "unreachable", block); err != nil {
+					errs = append(errs, err)
+				}
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeCgroups removes the cluster's cgroup tree, retrying while the last tasks are torn down.
+func (d deleter) removeCgroups(ctx context.Context) error {
+	var err error
+	for i := 0; i < 50; i++ {
+		if err = removeCgroupTree(d.hier, d.spec.CgroupRoot()); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return errors.Join(err, ctx.Err())
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// DeleteAll deletes every cluster with state, and the namespaces of any cluster whose state
+// is gone.
+func DeleteAll(ctx context.Context, l Layout, out io.Writer) error {
+	names, err := l.Names()
+	if err != nil {
+		return err
+	}
+	seen := map[string]bool{}
+	for _, n := range names {
+		seen[n] = true
+	}
+	entries, _ := os.ReadDir("/run/netns")
+	for _, e := range entries {
+		if n := clusterOfNetns(e.Name()); strings.HasPrefix(e.Name(), "cnb-") && n != "" && !seen[n] {
+			seen[n] = true
+			names = append(names, n)
+		}
+	}
+	var errs []error
+	for _, n := range names {
+		if err := Delete(ctx, DeleteOptions{Name: n, Layout: l, Out: out}); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if len(names) == 0 {
+		fmt.Fprintln(out, "no local clusters")
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,117 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"strings"
+)
+
+// underlayBridge is the bridge in the control-plane namespace that every node plugs into.
+const underlayBridge = "cnbu0"
+
+// setupNetwork builds the underlay: a control-plane namespace holding a bridge, one namespace
+// per node with a veth into it, and the root namespace's single veth. The unreachable route for
+// the whole block goes in first, so no packet for the lab can ever leave through the host's
+// default route, even while the rest is half built.
+func (c *creator) setupNetwork(ctx context.Context) error {
+	s, p := c.spec, c.spec.Plan()
+	if err := run(ctx, "ip", "route", "add", "unreachable", p.Block().String()); err != nil {
+		return fmt.Errorf("install unreachable route: %w", err)
+	}
+	if err := run(ctx, "ip", "netns", "add", s.CtlNetns()); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	ctl := []string{
+		"link set lo up",
+		"link add " + underlayBridge + " type bridge",
+		"link set " + underlayBridge + " up",
+		fmt.Sprintf("addr add %s/24 dev %s", p.ControlPlaneIP(), underlayBridge),
+	}
+	if err := ipBatch(ctx, s.CtlNetns(), ctl); err != nil {
+		return err
+	}
+	if err := run(ctx, "ip", "link", "add", s.HostLink(), "type", "veth", "peer", "name", "host", "netns", s.CtlNetns()); err != nil {
+		return fmt.Errorf("create root veth: %w", err)
+	}
+	// The root end needs no IPv6: disabling it keeps router solicitations and MLD reports off it.
+	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+s.HostLink()+"/disable_ipv6", []byte("1"), 0o644); err != nil {
+		return fmt.Errorf("disable IPv6 on %s: %w", s.HostLink(), err)
+	}
+	if err := run(ctx, "ip", "addr", "add", p.HostIP().String()+"/24", "dev", s.HostLink()); err != nil {
+		return err
+	}
+	if err := run(ctx, "ip", "link", "set", s.HostLink(), "up"); err != nil {
+		return err
+	}
+	ctl = []string{"link set host master " + underlayBridge + " up"}
+	for i := 1; i <= s.Nodes; i++ {
+		// The control plane reaches pods (webhooks, apiserver proxy) through their node.
+		ctl = append(ctl, fmt.Sprintf("route add %s via %s", p.PodCIDR(i), p.NodeIP(i)))
+	}
+	for i := 1; i <= s.Nodes; i++ {
+		if err := c.setupNodeNetwork(ctx, i); err != nil {
+			return err
+		}
+	}
+	return ipBatch(ctx, s.CtlNetns(), ctl)
+}
+
+// nodeUplink is each node's underlay interface inside its namespace.
+const nodeUplink = "eth0"
+
+func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
+	s, p := c.spec, c.spec.Plan()
+	ns := s.NodeNetns(i)
+	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	port := fmt.Sprintf("n%d", i)
+	if err := ipBatch(ctx, s.CtlNetns(), []string{
+		fmt.Sprintf("link add %s type veth peer name %s netns %s", port, nodeUplink, ns),
+		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
+	}); err != nil {
+		return err
+	}
+	if err := ipBatch(ctx, ns, []string{
+		"link set lo up",
+		fmt.Sprintf("addr add %s/24 dev %s", p.NodeIP(i), nodeUplink),
+		"link set " + nodeUplink + " up",
+		// Service IPs need a route before kube-proxy's DNAT applies; the control-plane namespace
+		// does not forward, so anything else sent this way dies there.
+		fmt.Sprintf("route add default via %s", p.ControlPlaneIP()),
+	}); err != nil {
+		return err
+	}
+	return sysctlIn(ctx, ns, map[string]string{
+		"net.ipv4.ip_forward":                 "1",
+		"net.bridge.bridge-nf-call-iptables":  "1",
+		"net.bridge.bridge-nf-call-ip6tables": "1",
+		"net.ipv4.conf.all.rp_filter":         "0",
+	})
+}
+
+// ipBatch runs iproute2 commands in a namespace in one process.
+func ipBatch(ctx context.Context, netns string, cmds []string) error {
+	cmd := exec.CommandContext(ctx, "ip", "-n", netns, "-batch", "-")
+	cmd.Stdin = strings.NewReader(strings.Join(cmds, "\n") + "\n")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("ip -n %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// sysctlIn sets network sysctls of a namespace; /proc/sys/net shows the writer's namespace,
+// so the write happens from a process inside it.
+func sysctlIn(ctx context.Context, netns string, kv map[string]string) error {
+	args := []string{"--net=/run/netns/" + netns, "sysctl", "-q", "-w"}
+	for k, v := range kv {
+		args = append(args, k+"="+v)
+	}
+	if err := run(ctx, "nsenter", args...); err != nil {
+		return fmt.Errorf("sysctl in %s: %w", netns, err)
+	}
+	return nil
+}

@@ -1,0 +1,292 @@
+package cluster
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"golang.org/x/sys/unix"
+	"sigs.k8s.io/yaml"
+)
+
+// nodeDir holds everything of node i: runtime root and state, kubelet root, configs, sockets.
+func (c *creator) nodeDir(i int) string {
+	return filepath.Join(c.layout.Dir(c.spec.Name), "nodes", c.spec.NodeName(i))
+}
+
+func (c *creator) containerdSocket(i int) string {
+	return filepath.Join(c.nodeDir(i), "containerd.sock")
+}
+
+// dpNode describes node i to the datapath.
+func (c *creator) dpNode(i int) datapath.Node {
+	p := c.spec.Plan()
+	return datapath.Node{
+		Name: c.spec.NodeName(i), Netns: c.spec.NodeNetns(i), Uplink: nodeUplink,
+		IP: p.NodeIP(i), PodCIDR: p.PodCIDR(i), Gateway: p.PodGateway(i),
+		CNIConfDir: filepath.Join(c.nodeDir(i), "cni", "net.d"),
+		DataDir:    filepath.Join(c.nodeDir(i), "cni"),
+	}
+}
+
+// startContainerd writes node i's containerd config and starts it; it returns once the
+// runtime answers.
+func (c *creator) startContainerd(ctx context.Context, i int) error {
+	dir := c.nodeDir(i)
+	if err := os.MkdirAll(filepath.Join(dir, "cni", "net.d"), 0o755); err != nil {
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	crun, err := c.writeCrunWrapper()
+	if err != nil {
+		return err
+	}
+	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, crun)
+	confPath := filepath.Join(dir, "containerd.toml")
+	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
+		return fmt.Errorf("write containerd config of node %d: %w", i, err)
+	}
+	cniCache := filepath.Join(dir, "cni", "cache")
+	if err := os.MkdirAll(cniCache, 0o700); err != nil {
+		return fmt.Errorf("node %d: %w", i, err)
+	}
+	r, err := c.start(ctx, daemon{
+		name: c.spec.NodeName(i) + "-containerd", netns: c.spec.NodeNetns(i),
+		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
+		argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", runtimeMounts, "cnb-runtime", cniCache},
+			c.bin("containerd"), "--config", confPath),
+		// The runc shim is looked up in PATH, so the cached binaries go first.
+		env: []string{"PATH=" + filepath.Dir(c.bin("containerd")) + ":" + os.Getenv("PATH")},
+	})
+	if err != nil {
+		return err
+	}
+	c.watch(r)
+	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), 30*time.Second, func() (bool, error) {
+		return c.ctr(ctx, i, "version") == nil, r.exited()
+	})
+}
+
+// runtimeMounts runs in the node runtime's own mount namespace before containerd starts. The
+// shims put their sockets in the fixed /run/containerd/s and libcni its cache in the fixed
+// /var/lib/cni: a private /run and a per-node CNI cache keep both off the host. Every mount
+// the runtime makes (rootfs overlays, shm, pod netns) lives and dies with this namespace; the
+// kubelet's volume mounts still reach it because the state directory is a shared mount.
+const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
+
+// containerdConfig renders a containerd 2.x config that keeps every path inside the node's
+// directory and disables the plugins that would write to host-wide locations.
+func containerdConfig(dir, socket, cniBin, pause, crun string) string {
+	return fmt.Sprintf(`version = 3
+root = %[1]q
+state = %[2]q
+disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs"]
+
+[grpc]
+  address = %[3]q
+
+[plugins."io.containerd.cri.v1.images"]
+  snapshotter = "overlayfs"
+  [plugins."io.containerd.cri.v1.images".pinned_images]
+    sandbox = %[5]q
+
+[plugins."io.containerd.cri.v1.runtime"]
+  # Lowering a container's oom_score_adj needs CAP_SYS_RESOURCE, which root lacks here.
+  restrict_oom_score_adj = true
+  enable_selinux = false
+  # Pod network namespaces are mounted below the node's state, not in the host's /run/netns.
+  netns_mounts_under_state_dir = true
+  [plugins."io.containerd.cri.v1.runtime".cni]
+    bin_dirs = [%[4]q]
+    conf_dir = %[6]q
+    max_conf_num = 1
+    # The runtime configures pods' loopback itself; no loopback plugin and no cache entry for it.
+    use_internal_loopback = true
+  [plugins."io.containerd.cri.v1.runtime".containerd]
+    default_runtime_name = "runc"
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
+        BinaryName = "runc"
+        Root = %[7]q
+        SystemdCgroup = false
+    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun]
+      runtime_type = "io.containerd.runc.v2"
+      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun.options]
+        BinaryName = %[8]q
+        Root = %[9]q
+        SystemdCgroup = false
+
+[plugins."io.containerd.grpc.v1.cri"]
+  stream_server_address = "127.0.0.1"
+`, filepath.Join(dir, "containerd", "root"), filepath.Join(dir, "containerd", "state"), socket,
+		cniBin, pause, filepath.Join(dir, "cni", "net.d"), filepath.Join(dir, "runc"), crun, filepath.Join(dir, "crun"))
+}
+
+// crunWrapper is the crun runtime handler. crun 1.8 (Debian 12) refuses this host's hybrid
+// cgroup layout, so it runs in a private mount namespace where the cgroup2 mount is detached;
+// and it accepts only OCI spec 1.0.x, while containerd 2.x writes a newer version, so create
+// pins the bundle's version (the cluster's pods use no field newer than 1.0).
+const crunWrapper = `#!/bin/sh
+prev=
+for a in "$@"; do
+	case "$prev" in --bundle|-b) bundle=$a ;; esac
+	case "$a" in --bundle=*) bundle=${a#--bundle=} ;; esac
+	prev=$a
+done
+if [ -n "$bundle" ] && [ -f "$bundle/config.json" ]; then
+	sed -i 's/"ociVersion":"[^"]*"/"ociVersion":"1.0.2"/' "$bundle/config.json" || exit 1
+fi
+exec unshare --mount --propagation private sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec crun "$@"' crun "$@"
+`
+
+// writeCrunWrapper writes the crun runtime handler into the cluster's directory.
+func (c *creator) writeCrunWrapper() (string, error) {
+	path := filepath.Join(c.layout.Dir(c.spec.Name), "bin", "crun")
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return "", fmt.Errorf("write crun wrapper: %w", err)
+	}
+	if err := os.WriteFile(path, []byte(crunWrapper), 0o755); err != nil {
+		return "", fmt.Errorf("write crun wrapper: %w", err)
+	}
+	return path, nil
+}
+
+// ctr runs a ctr command against node i's containerd.
+func (c *creator) ctr(ctx context.Context, i int, args ...string) error {
+	full := append([]string{"--address", c.containerdSocket(i), "--namespace", "k8s.io"}, args...)
+	return run(ctx, c.bin("ctr"), full...)
+}
+
+// importImages loads image archives into node i's runtime.
+func (c *creator) importImages(ctx context.Context, i int, archives ...string) error {
+	for _, a := range archives {
+		if err := c.ctr(ctx, i, "images", "import", "--snapshotter", "overlayfs", a); err != nil {
+			return fmt.Errorf("import %s into %s: %w", filepath.Base(a), c.spec.NodeName(i), err)
+		}
+	}
+	return nil
+}
+
+// startKubelet writes node i's kubelet configuration and starts it.
+func (c *creator) startKubelet(ctx context.Context, i int) error {
+	s, p := c.spec, c.spec.Plan()
+	dir, pkiDir, node := c.nodeDir(i), c.layout.pkiDir(s.Name), s.NodeName(i)
+	cfg := map[string]any{
+		"apiVersion": "kubelet.config.k8s.io/v1beta1",
+		"kind":       "KubeletConfiguration",
+		"authentication": map[string]any{
+			"anonymous": map[string]any{"enabled": false},
+			"webhook":   map[string]any{"enabled": true},
+			"x509":      map[string]any{"clientCAFile": filepath.Join(pkiDir, "ca.crt")},
+		},
+		"authorization":            map[string]any{"mode": "Webhook"},
+		"address":                  p.NodeIP(i).String(),
+		"readOnlyPort":             0,
+		"healthzBindAddress":       "127.0.0.1",
+		"tlsCertFile":              filepath.Join(pkiDir, "kubelet-"+node+".crt"),
+		"tlsPrivateKeyFile":        filepath.Join(pkiDir, "kubelet-"+node+".key"),
+		"cgroupDriver":             "cgroupfs",
+		"cgroupRoot":               s.CgroupRoot() + "/" + node,
+		"failSwapOn":               false,
+		"failCgroupV1":             false,
+		"containerRuntimeEndpoint": "unix://" + c.containerdSocket(i),
+		"clusterDomain":            "cluster.local",
+		"clusterDNS":               []string{p.DNSServiceIP().String()},
+		// A resolv.conf with no nameserver: pods must never reach the host's resolver.
+		"resolvConf":  c.resolvConf(),
+		"podLogsDir":  filepath.Join(dir, "pod-logs"),
+		"oomScoreAdj": 0,
+		// Local images are imported, never pulled: garbage collection must not remove them.
+		"imageGCHighThresholdPercent": 100,
+		"imageGCLowThresholdPercent":  99,
+		"evictionHard": map[string]string{
+			"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%",
+		},
+		"serializeImagePulls": false,
+		"maxPods":             110,
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode kubelet config of %s: %w", node, err)
+	}
+	confPath := filepath.Join(dir, "kubelet.yaml")
+	if err := os.WriteFile(confPath, data, 0o644); err != nil {
+		return fmt.Errorf("write kubelet config of %s: %w", node, err)
+	}
+	r, err := c.start(ctx, daemon{
+		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
+		argv: []string{c.bin("kubelet"), "--config=" + confPath,
+			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
+			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
+			"--node-ip=" + p.NodeIP(i).String(), "--v=1"},
+	})
+	if err != nil {
+		return err
+	}
+	c.watch(r)
+	return nil
+}
+
+// startKubeProxy writes node i's kube-proxy configuration and starts it.
+func (c *creator) startKubeProxy(ctx context.Context, i int) error {
+	s, p := c.spec, c.spec.Plan()
+	node := s.NodeName(i)
+	cfg := map[string]any{
+		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
+		"kind":               "KubeProxyConfiguration",
+		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(c.layout.pkiDir(s.Name), "kube-proxy.kubeconfig")},
+		"mode":               s.ProxyMode,
+		"clusterCIDR":        p.ClusterCIDR().String(),
+		"hostnameOverride":   node,
+		"healthzBindAddress": "127.0.0.1:10256",
+		"metricsBindAddress": "127.0.0.1:10249",
+		// nf_conntrack_max is host-wide: leave it, and the timeouts, as they are.
+		"conntrack": map[string]any{"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
+	}
+	data, err := yaml.Marshal(cfg)
+	if err != nil {
+		return fmt.Errorf("encode kube-proxy config of %s: %w", node, err)
+	}
+	confPath := filepath.Join(c.nodeDir(i), "kube-proxy.yaml")
+	if err := os.WriteFile(confPath, data, 0o644); err != nil {
+		return fmt.Errorf("write kube-proxy config of %s: %w", node, err)
+	}
+	r, err := c.start(ctx, daemon{
+		name: node + "-kube-proxy", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
+		argv: []string{c.bin("kube-proxy"), "--config=" + confPath, "--v=1"},
+	})
+	if err != nil {
+		return err
+	}
+	c.watch(r)
+	return nil
+}
+
+// resolvConf is the cluster's resolv.conf for the kubelets: search and options only.
+func (c *creator) resolvConf() string {
+	return filepath.Join(c.layout.Dir(c.spec.Name), "resolv.conf")
+}
+
+func (c *creator) writeResolvConf() error {
+	if err := os.WriteFile(c.resolvConf(), []byte("options ndots:5\n"), 0o644); err != nil {
+		return fmt.Errorf("write resolv.conf: %w", err)
+	}
+	return nil
+}
+
+// shareStateDir bind-mounts the cluster's state directory onto itself as a shared mount. The
+// host's / is private, so without this the kubelet's volume mounts (service-account tokens,
+// config maps) would not propagate into the node runtimes' mount namespaces.
+func (c *creator) shareStateDir(context.Context) error {
+	dir := c.layout.Dir(c.spec.Name)
+	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("bind-mount %s: %w", dir, err)
+	}
+	if err := unix.Mount("", dir, "", unix.MS_SHARED|unix.MS_REC, ""); err != nil {
+		return fmt.Errorf("make %s shared: %w", dir, err)
+	}
+	return nil
+}

@@ -1,0 +1,148 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/cnibench/cnibench/internal/cluster/images"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+// buildImages builds (or finds cached) the pause, CoreDNS and tools images.
+func (c *creator) buildImages(ctx context.Context) error {
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+	}
+	b := images.Builder{CacheDir: c.cache.Dir, Progress: c.out}
+	pause, err := b.FromBinary(ctx, "pause", c.bin("cnb-pause"), nil)
+	if err != nil {
+		return err
+	}
+	coredns, err := b.FromBinary(ctx, "coredns", c.bin("coredns"), []string{"-conf", "/etc/coredns/Corefile"})
+	if err != nil {
+		return err
+	}
+	tools, err := b.Tools(ctx, self)
+	if err != nil {
+		return err
+	}
+	c.spec.Images = Images{Pause: pause.Ref, CoreDNS: coredns.Ref, Tools: tools.Ref}
+	c.archives = []string{pause.Archive, coredns.Archive, tools.Archive}
+	return c.layout.writeSpec(c.spec)
+}
+
+// startNodes brings up every node in parallel: runtime, images, pod network, kubelet, proxy.
+func (c *creator) startNodes(ctx context.Context) error {
+	if err := c.writeResolvConf(); err != nil {
+		return err
+	}
+	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: c.spec.Plan().ClusterCIDR()}
+	for i := 1; i <= c.spec.Nodes; i++ {
+		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
+	}
+	if err := c.dp.Setup(ctx, dpc); err != nil {
+		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
+	}
+	return parallel(c.spec.Nodes, func(i int) error {
+		if err := c.startContainerd(ctx, i); err != nil {
+			return err
+		}
+		if err := c.importImages(ctx, i, c.archives...); err != nil {
+			return err
+		}
+		if err := c.startKubelet(ctx, i); err != nil {
+			return err
+		}
+		return c.startKubeProxy(ctx, i)
+	})
+}
+
+// connect builds the admin client used by the rest of create.
+func (c *creator) connect() error {
+	cfg, err := clientcmd.BuildConfigFromFlags("", c.layout.Kubeconfig(c.spec.Name))
+	if err != nil {
+		return fmt.Errorf("load kubeconfig: %w", err)
+	}
+	cfg.Timeout = 10 * time.Second
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return fmt.Errorf("client for %s: %w", c.spec.Name, err)
+	}
+	c.client = cs
+	return nil
+}
+
+// waitAPIServer waits until /readyz answers ok.
+func (c *creator) waitAPIServer(ctx context.Context) error {
+	if err := c.connect(); err != nil {
+		return err
+	}
+	return c.poll(ctx, "the API server's /readyz", 60*time.Second, func() (bool, error) {
+		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+		return err == nil && string(body) == "ok", nil
+	})
+}
+
+// waitNodesReady writes pod CIDRs when the datapath does not have them allocated, and waits
+// until every node reports Ready.
+func (c *creator) waitNodesReady(ctx context.Context) error {
+	patched := map[string]bool{}
+	err := c.poll(ctx, "all nodes Ready", c.wait, func() (bool, error) {
+		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+		if err != nil {
+			return false, nil
+		}
+		ready := 0
+		for _, n := range nodes.Items {
+			if !c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR == "" && !patched[n.Name] {
+				if err := c.patchPodCIDR(ctx, n.Name); err != nil {
+					return false, err
+				}
+				patched[n.Name] = true
+			}
+			if nodeReady(n) {
+				ready++
+			}
+		}
+		return ready == c.spec.Nodes, nil
+	})
+	if err != nil {
+		return fmt.Errorf("%w; last lines of %s:\n%s", err, c.spec.NodeName(1)+"-kubelet.log",
+			tail(filepath.Join(c.layout.LogDir(c.spec.Name), c.spec.NodeName(1)+"-kubelet.log"), 15))
+	}
+	return nil
+}
+
+func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
+	for i := 1; i <= c.spec.Nodes; i++ {
+		if c.spec.NodeName(i) != node {
+			continue
+		}
+		cidr := c.spec.Plan().PodCIDR(i).String()
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}}})
+		if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("set pod CIDR of %s: %w", node, err)
+		}
+		return nil
+	}
+	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
+}
+
+func nodeReady(n corev1.Node) bool {
+	for _, cond := range n.Status.Conditions {
+		if cond.Type == corev1.NodeReady {
+			return cond.Status == corev1.ConditionTrue
+		}
+	}
+	return false
+}

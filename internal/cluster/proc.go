@@ -1,0 +1,185 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// daemon is one long-running process of the cluster.
+type daemon struct {
+	name   string   // unique within the cluster, e.g. "node1-kubelet"; names the log and pid file
+	netns  string   // network namespace name under /run/netns
+	cgroup string   // cgroup path joined in every hierarchy before exec
+	argv   []string // binary and arguments
+	env    []string // extra environment
+}
+
+// running is a started daemon; done closes when it exits while this process still owns it.
+type running struct {
+	name string
+	pid  int
+	log  string
+	done chan struct{}
+	err  error
+}
+
+// joinAndExec is run by sh inside the node's network namespace: it moves itself into the
+// cluster's cgroups and then becomes the daemon, so the daemon and all its children are
+// accounted to, and found by, the cluster's cgroup from their first instruction.
+const joinAndExec = `for f in $CNB_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"`
+
+// start launches d detached from the terminal (its own session, so Ctrl-C on the CLI does not
+// reach it) with output appended to its log, and records its pid for delete.
+func (c *creator) start(ctx context.Context, d daemon) (*running, error) {
+	logDir := c.layout.LogDir(c.spec.Name)
+	runDir := c.runDir()
+	for _, dir := range []string{logDir, runDir} {
+		if err := os.MkdirAll(dir, 0o755); err != nil {
+			return nil, fmt.Errorf("start %s: %w", d.name, err)
+		}
+	}
+	logPath := filepath.Join(logDir, d.name+".log")
+	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("start %s: open log: %w", d.name, err)
+	}
+	defer logf.Close()
+	if err := ensureCgroup(c.hier, d.cgroup); err != nil {
+		return nil, fmt.Errorf("start %s: %w", d.name, err)
+	}
+	args := append([]string{"--net=/run/netns/" + d.netns, "--", "sh", "-c", joinAndExec, "cnb-" + d.name}, d.argv...)
+	cmd := exec.Command("nsenter", args...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.Env = append(os.Environ(), d.env...)
+	cmd.Env = append(cmd.Env, "CNB_CGROUP_PROCS="+strings.Join(procsFiles(c.hier, d.cgroup), " "))
+	cmd.Dir = c.layout.Dir(c.spec.Name)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s (%s): %w", d.name, d.argv[0], err)
+	}
+	r := &running{name: d.name, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
+	if err := os.WriteFile(filepath.Join(runDir, d.name+".pid"), []byte(strconv.Itoa(r.pid)), 0o644); err != nil {
+		_ = cmd.Process.Kill()
+		return nil, fmt.Errorf("start %s: record pid: %w", d.name, err)
+	}
+	// Reap while we live, so a crashed daemon is noticed at once instead of lingering as a zombie.
+	go func() {
+		r.err = cmd.Wait()
+		close(r.done)
+	}()
+	return r, nil
+}
+
+// exited returns an error with the tail of the daemon's log if it has already exited.
+func (r *running) exited() error {
+	select {
+	case <-r.done:
+		return fmt.Errorf("%s exited (%v); last lines of %s:\n%s", r.name, r.err, r.log, tail(r.log, 25))
+	default:
+		return nil
+	}
+}
+
+// tail returns the last n lines of a file, for error messages.
+func tail(path string, n int) string {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return "(no log: " + err.Error() + ")"
+	}
+	lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+	if len(lines) > n {
+		lines = lines[len(lines)-n:]
+	}
+	return "  " + strings.Join(lines, "\n  ")
+}
+
+// stopPids sends SIGTERM to the processes, waits for them to go, and SIGKILLs what remains.
+func stopPids(ctx context.Context, pids []int, grace time.Duration) {
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGTERM)
+	}
+	deadline := time.Now().Add(grace)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		if !anyAlive(pids) {
+			return
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	for _, pid := range pids {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	// SIGKILL is not synchronous: wait until the kernel has torn the processes down, because
+	// their mounts and namespaces are released only then.
+	for i := 0; i < 100 && anyAlive(pids); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// anyAlive reports whether any pid is a live (non-zombie) process.
+func anyAlive(pids []int) bool {
+	for _, pid := range pids {
+		if alive(pid) {
+			return true
+		}
+	}
+	return false
+}
+
+func alive(pid int) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	// The state follows the parenthesised command name, which may itself contain spaces.
+	s := string(data)
+	i := strings.LastIndexByte(s, ')')
+	return i < 0 || i+2 >= len(s) || s[i+2] != 'Z'
+}
+
+// inCgroup reports whether pid belongs to a cgroup at or below path, which guards pid files
+// against pid reuse.
+func inCgroup(pid int, path string) bool {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cgroup")
+	if err != nil {
+		return false
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		parts := strings.SplitN(line, ":", 3)
+		if len(parts) == 3 && (parts[2] == path || strings.HasPrefix(parts[2], path+"/")) {
+			return true
+		}
+	}
+	return false
+}
+
+// readPid reads a pid file; zero when it is missing or malformed.
+func readPid(path string) int {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(string(bytes.TrimSpace(data)))
+	if err != nil {
+		return 0
+	}
+	return pid
+}
+
+// run executes a short command and returns its error with its output.
+func run(ctx context.Context, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

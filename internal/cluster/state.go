@@ -1,0 +1,164 @@
+package cluster
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"syscall"
+	"time"
+)
+
+// DefaultStateRoot holds one directory per cluster; CNIBENCH_STATE overrides it.
+const DefaultStateRoot = "/var/lib/cnibench/clusters"
+
+// Status values of a cluster's state file.
+const (
+	StatusCreating = "creating"
+	StatusReady    = "ready"
+	StatusDeleting = "deleting"
+)
+
+// nameRE bounds names so that the root veth "cnb-<name>" fits the kernel's 15-byte limit.
+var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,9}[a-z0-9])?$`)
+
+// Spec is what a cluster was created with. It is written before any host object exists, so
+// that delete can always recompute every name and range, even after a killed create.
+type Spec struct {
+	Name      string    `json:"name"`
+	Index     int       `json:"index"`
+	Nodes     int       `json:"nodes"`
+	Datapath  string    `json:"datapath"`
+	ProxyMode string    `json:"proxyMode"`
+	Status    string    `json:"status"`
+	Created   time.Time `json:"created"`
+	Images    Images    `json:"images"`
+}
+
+// Images are the local image references a cluster's nodes hold.
+type Images struct {
+	Pause   string `json:"pause"`
+	CoreDNS string `json:"coredns"`
+	Tools   string `json:"tools"`
+}
+
+// Plan returns the cluster's address plan.
+func (s Spec) Plan() Plan { return Plan{Index: s.Index} }
+
+// NodeName is the Kubernetes name of node i (1-based).
+func (s Spec) NodeName(i int) string { return fmt.Sprintf("node%d", i) }
+
+// CtlNetns is the namespace holding the underlay bridge and the control plane.
+func (s Spec) CtlNetns() string { return "cnb-" + s.Name + "-ctl" }
+
+// NodeNetns is node i's network namespace.
+func (s Spec) NodeNetns(i int) string { return "cnb-" + s.Name + "-" + s.NodeName(i) }
+
+// HostLink is the root namespace's veth into the underlay.
+func (s Spec) HostLink() string { return "cnb-" + s.Name }
+
+// CgroupRoot is the cluster's cgroup (under every v1 controller); every daemon and container of
+// the cluster lives below it, which is how delete finds stray processes.
+func (s Spec) CgroupRoot() string { return "/cnb-" + s.Name }
+
+// ValidateName checks a cluster name.
+func ValidateName(name string) error {
+	if !nameRE.MatchString(name) {
+		return fmt.Errorf("--name %q: expected 1-11 characters of lowercase letters, digits and '-', starting and ending with a letter or digit", name)
+	}
+	return nil
+}
+
+// Layout locates a cluster's files.
+type Layout struct {
+	Root string // state root, e.g. /var/lib/cnibench/clusters
+}
+
+// DefaultLayout honours CNIBENCH_STATE.
+func DefaultLayout() Layout {
+	if d := os.Getenv("CNIBENCH_STATE"); d != "" {
+		return Layout{Root: d}
+	}
+	return Layout{Root: DefaultStateRoot}
+}
+
+// Dir is the cluster's state directory.
+func (l Layout) Dir(name string) string { return filepath.Join(l.Root, name) }
+
+// SpecFile is the cluster's spec.
+func (l Layout) SpecFile(name string) string { return filepath.Join(l.Dir(name), "cluster.json") }
+
+// Kubeconfig is the admin kubeconfig of the cluster.
+func (l Layout) Kubeconfig(name string) string { return filepath.Join(l.Dir(name), "kubeconfig") }
+
+// LogDir holds the daemons' logs.
+func (l Layout) LogDir(name string) string { return filepath.Join(l.Dir(name), "logs") }
+
+// writeSpec stores the spec atomically.
+func (l Layout) writeSpec(s Spec) error {
+	data, err := json.MarshalIndent(s, "", "  ")
+	if err != nil {
+		return fmt.Errorf("encode spec of %s: %w", s.Name, err)
+	}
+	if err := os.MkdirAll(l.Dir(s.Name), 0o700); err != nil {
+		return fmt.Errorf("create state dir of %s: %w", s.Name, err)
+	}
+	tmp := l.SpecFile(s.Name) + ".tmp"
+	if err := os.WriteFile(tmp, data, 0o600); err != nil {
+		return fmt.Errorf("write spec of %s: %w", s.Name, err)
+	}
+	if err := os.Rename(tmp, l.SpecFile(s.Name)); err != nil {
+		return fmt.Errorf("write spec of %s: %w", s.Name, err)
+	}
+	return nil
+}
+
+// ReadSpec loads a cluster's spec; os.ErrNotExist when there is no such cluster.
+func (l Layout) ReadSpec(name string) (Spec, error) {
+	var s Spec
+	data, err := os.ReadFile(l.SpecFile(name))
+	if err != nil {
+		return s, fmt.Errorf("read spec of cluster %s: %w", name, err)
+	}
+	if err := json.Unmarshal(data, &s); err != nil {
+		return s, fmt.Errorf("parse %s: %w", l.SpecFile(name), err)
+	}
+	return s, nil
+}
+
+// Names lists the clusters that have a state directory.
+func (l Layout) Names() ([]string, error) {
+	entries, err := os.ReadDir(l.Root)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list clusters in %s: %w", l.Root, err)
+	}
+	var names []string
+	for _, e := range entries {
+		if e.IsDir() && nameRE.MatchString(e.Name()) {
+			names = append(names, e.Name())
+		}
+	}
+	return names, nil
+}
+
+// lock serialises the allocation of names and ranges between concurrent cnibench processes.
+func (l Layout) lock() (func(), error) {
+	if err := os.MkdirAll(l.Root, 0o755); err != nil {
+		return nil, fmt.Errorf("create state root %s: %w", l.Root, err)
+	}
+	f, err := os.OpenFile(filepath.Join(l.Root, ".lock"), os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("lock %s: %w", l.Root, err)
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", l.Root, err)
+	}
+	// Closing the descriptor releases the lock.
+	return func() { f.Close() }, nil
+}

@@ -1,0 +1,175 @@
+#!/usr/bin/env bash
+# Prepares a Debian 12 host (run as root) for cnibench: installs the Debian
+# packages the local cluster uses, builds cnibench and the pause binary, and
+# builds the third-party binaries (Kubernetes, containerd, CoreDNS, CNI
+# plugins) from the Go module proxy into the cache.
+#
+# Idempotent: a second run skips apt when nothing is missing, and
+# `cnibench setup` rebuilds nothing whose cache stamp is current.
+#
+# Environment:
+#   CNIBENCH_CACHE  cache root (default /var/cache/cnibench)
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+CACHE="${CNIBENCH_CACHE:-/var/cache/cnibench}"
+PACKAGES=(
+	etcd-server runc crun iperf3 sockperf mmdebstrap nftables iptables
+	conntrack ethtool iproute2 util-linux procps socat ca-certificates
+)
+# apt lists older than this are refreshed before installing anything.
+APT_MAX_AGE_SECONDS=86400
+
+log() {
+	printf '[%s] %s\n' "$(date '+%Y-%m-%d %H:%M:%S')" "$*"
+}
+
+die() {
+	log "ERROR: $*" >&2
+	exit 1
+}
+
+# ensure_go puts Go on PATH: the machine image installs it under
+# /usr/local/go, which a root login shell's PATH may lack.
+ensure_go() {
+	command -v go >/dev/null 2>&1 && return
+	[[ -x /usr/local/go/bin/go ]] || die "go not found in PATH or /usr/local/go/bin"
+	export PATH="/usr/local/go/bin:$PATH"
+}
+
+# missing_packages prints the packages from PACKAGES that are not installed.
+missing_packages() {
+	local p
+	for p in "${PACKAGES[@]}"; do
+		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
+			printf '%s\n' "$p"
+		fi
+	done
+}
+
+# no_candidate succeeds when apt's lists know no installable version of one
+# of the given packages, which a fresh `apt-get update` may fix.
+no_candidate() {
+	local p cand
+	for p in "$@"; do
+		cand=$(apt-cache policy "$p" 2>/dev/null | awk '/Candidate:/ {print $2}')
+		if [[ -z "$cand" || "$cand" == "(none)" ]]; then
+			return 0
+		fi
+	done
+	return 1
+}
+
+# apt_lists_stale succeeds when apt has no package lists or they are older
+# than APT_MAX_AGE_SECONDS.
+apt_lists_stale() {
+	local newest
+	newest=$(find /var/lib/apt/lists -maxdepth 1 -type f -name '*_Packages*' -printf '%T@\n' 2>/dev/null |
+		sort -n | tail -n1 | cut -d. -f1)
+	[[ -z "$newest" ]] && return 0
+	(($(date +%s) - newest > APT_MAX_AGE_SECONDS))
+}
+
+POLICY_RC=/usr/sbin/policy-rc.d
+POLICY_RC_OURS=0
+remove_policy_rc() {
+	if ((POLICY_RC_OURS)); then
+		rm -f "$POLICY_RC"
+		POLICY_RC_OURS=0
+	fi
+}
+
+install_packages() {
+	local missing
+	mapfile -t missing < <(missing_packages)
+	if ((${#missing[@]} == 0)); then
+		log "step 1/3: Debian packages already installed"
+		return
+	fi
+	log "step 1/3: installing Debian packages: ${missing[*]}"
+	if apt_lists_stale; then
+		log "  apt package lists missing or older than a day: apt-get update"
+		apt-get update
+	elif no_candidate "${missing[@]}"; then
+		log "  apt package lists lack some of them: apt-get update"
+		apt-get update
+	fi
+	# etcd-server's maintainer scripts would start a host-wide etcd on
+	# 127.0.0.1:2379; the cluster runs its own etcd, so block service starts
+	# during the install (101 = "action forbidden") unless the admin already
+	# has a policy in place.
+	if [[ ! -e "$POLICY_RC" ]]; then
+		printf '#!/bin/sh\nexit 101\n' >"$POLICY_RC"
+		chmod 0755 "$POLICY_RC"
+		POLICY_RC_OURS=1
+		trap remove_policy_rc EXIT
+		trap 'remove_policy_rc; exit 130' INT TERM
+	fi
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+	remove_policy_rc
+	trap - EXIT INT TERM
+	stop_host_etcd
+}
+
+# stop_host_etcd stops an etcd the package started anyway (for instance when
+# a policy-rc.d of the admin allowed it), so it cannot collide with the
+# cluster's etcd ports.
+stop_host_etcd() {
+	if command -v systemctl >/dev/null 2>&1 && systemctl is-active --quiet etcd 2>/dev/null; then
+		log "  stopping and disabling the host etcd service started by the package"
+		systemctl stop etcd || true
+		systemctl disable etcd >/dev/null 2>&1 || true
+	elif [[ -x /etc/init.d/etcd ]] && /etc/init.d/etcd status >/dev/null 2>&1; then
+		log "  stopping the host etcd service started by the package"
+		/etc/init.d/etcd stop || true
+	fi
+	# Only the packaged daemon, which the init script starts as a bare
+	# /usr/bin/etcd configured through /etc/default/etcd; a cluster's own
+	# etcd always has arguments and is never matched.
+	local pid
+	for pid in $(pgrep -x etcd 2>/dev/null || true); do
+		if tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q '^/usr/bin/etcd *$'; then
+			log "  stopping host etcd (pid $pid)"
+			kill "$pid" 2>/dev/null || true
+		fi
+	done
+}
+
+build_project() {
+	log "step 2/3: building cnibench and cnb-pause (go $(go env GOVERSION))"
+	mkdir -p "$ROOT/bin" "$CACHE/bin"
+	cd "$ROOT"
+	export GOTOOLCHAIN=local
+	# VCS stamping fails outside a git checkout with a commit (a tarball,
+	# a fresh `git init`); the binary works the same without it.
+	if ! git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
+		export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
+	fi
+	go build -o bin/cnibench ./cmd/cnibench
+	# Build to a temp name and rename, so a concurrent cluster never sees a
+	# half-written pause binary.
+	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$CACHE/bin/.cnb-pause.tmp" ./cmd/cnb-pause
+	mv -f "$CACHE/bin/.cnb-pause.tmp" "$CACHE/bin/cnb-pause"
+}
+
+build_binaries() {
+	log "step 3/3: building third-party binaries into $CACHE (skips what is current)"
+	CNIBENCH_CACHE="$CACHE" "$ROOT/bin/cnibench" setup
+}
+
+main() {
+	local start
+	[[ $(id -u) -eq 0 ]] || die "run as root (apt-get, /var/cache and network namespaces need it)"
+	start=$(date +%s)
+	log "cnibench setup: repo $ROOT, cache $CACHE"
+	ensure_go
+	install_packages
+	build_project
+	build_binaries
+	log "setup done in $(($(date +%s) - start)) s"
+}
+
+# Sourcing the script (for testing its functions) must not run it.
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+	main "$@"
+fi

@@ -1,0 +1,236 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+const lifecycleCluster = "cnbe2e"
+
+// TestClusterLifecycle is the acceptance test of the local cluster: create two nodes, exercise
+// pod networking, Services, DNS, exec and the crun runtime handler, delete, and compare the host.
+func TestClusterLifecycle(t *testing.T) {
+	before := snapshot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	defer forceDelete(lifecycleCluster)
+
+	start := time.Now()
+	out, err := cli(ctx, "cluster", "create", "--name", lifecycleCluster, "--nodes", "2")
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+
+	layout := cluster.DefaultLayout()
+	kubeconfig := layout.Kubeconfig(lifecycleCluster)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs := kubernetes.NewForConfigOrDie(cfg)
+	spec, err := layout.ReadSpec(lifecycleCluster)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("refuses a second cluster of the same name", func(t *testing.T) {
+		out, err := cli(ctx, "cluster", "create", "--name", lifecycleCluster)
+		if err == nil || !strings.Contains(out, "a cluster of that name exists") {
+			t.Errorf("second create: err=%v, output:\n%s", err, out)
+		}
+	})
+	t.Run("list shows it healthy", func(t *testing.T) {
+		out, err := cli(ctx, "cluster", "list", "-o", "json")
+		if err != nil {
+			t.Fatalf("%v: %s", err, out)
+		}
+		var infos []cluster.Info
+		if err := json.Unmarshal([]byte(out), &infos); err != nil {
+			t.Fatalf("list -o json: %v\n%s", err, out)
+		}
+		found := false
+		for _, i := range infos {
+			if i.Name == lifecycleCluster {
+				found = true
+				if !strings.HasPrefix(i.Health, "healthy: 2/2") {
+					t.Errorf("health = %q", i.Health)
+				}
+			}
+		}
+		if !found {
+			t.Errorf("cluster missing from list: %s", out)
+		}
+	})
+	w := &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: spec.Images.Tools, kubeconfig: kubeconfig}
+	w.run()
+
+	start = time.Now()
+	if out, err := cli(ctx, "cluster", "delete", "--name", lifecycleCluster); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	assertClean(t, before)
+}
+
+// workload exercises a running cluster through its API server and the real kubectl.
+type workload struct {
+	t          *testing.T
+	ctx        context.Context
+	cs         kubernetes.Interface
+	ns         string
+	image      string
+	kubeconfig string
+}
+
+func (w *workload) run() {
+	t := w.t
+	if _, err := w.cs.CoreV1().Namespaces().Create(w.ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: w.ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	server := w.pod("server", "node2", "", []string{"iperf3", "-s"})
+	client1 := w.pod("client1", "node1", "", []string{"sleep", "infinity"})
+	client2 := w.pod("client2", "node2", "", []string{"sleep", "infinity"})
+	crunPod := w.pod("crun", "node1", "crun", []string{"sleep", "infinity"})
+	svc := &corev1.Service{
+		ObjectMeta: metav1.ObjectMeta{Name: "iperf", Namespace: w.ns},
+		Spec: corev1.ServiceSpec{
+			Selector: map[string]string{"app": "server"},
+			Ports:    []corev1.ServicePort{{Port: 5201, TargetPort: intstr.FromInt32(5201)}},
+		},
+	}
+	svc, err := w.cs.CoreV1().Services(w.ns).Create(w.ctx, svc, metav1.CreateOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	pods := map[string]*corev1.Pod{}
+	for _, name := range []string{server, client1, client2, crunPod} {
+		pods[name] = w.waitRunning(name)
+	}
+	if pods[client1].Spec.NodeName == pods[server].Spec.NodeName {
+		t.Fatalf("client1 and server share node %s", pods[server].Spec.NodeName)
+	}
+
+	t.Run("kubectl exec", func(t *testing.T) {
+		if out := w.exec(t, client1, "echo", "exec-ok"); strings.TrimSpace(out) != "exec-ok" {
+			t.Errorf("exec output %q", out)
+		}
+	})
+	t.Run("cross-node pod-to-pod TCP", func(t *testing.T) {
+		w.iperf(t, client1, pods[server].Status.PodIP)
+	})
+	t.Run("ClusterIP Service from both nodes", func(t *testing.T) {
+		w.iperf(t, client1, svc.Spec.ClusterIP)
+		w.iperf(t, client2, svc.Spec.ClusterIP)
+	})
+	t.Run("Service name resolves through CoreDNS", func(t *testing.T) {
+		out := w.exec(t, client1, "getent", "hosts", "iperf."+w.ns+".svc.cluster.local")
+		if !strings.HasPrefix(strings.TrimSpace(out), svc.Spec.ClusterIP+" ") {
+			t.Errorf("getent hosts: %q, want %s", out, svc.Spec.ClusterIP)
+		}
+	})
+	t.Run("crun runtime handler runs the pod", func(t *testing.T) {
+		if out := w.exec(t, crunPod, "echo", "crun-ok"); strings.TrimSpace(out) != "crun-ok" {
+			t.Errorf("exec in crun pod: %q", out)
+		}
+		// The crun wrapper keeps its state under the node's crun root: the pod must be listed there,
+		// and not under runc's.
+		nodeDir := filepath.Join(cluster.DefaultLayout().Dir(lifecycleCluster), "nodes", "node1")
+		id := strings.TrimPrefix(pods[crunPod].Status.ContainerStatuses[0].ContainerID, "containerd://")
+		out, err := exec.Command("crun", "--root", filepath.Join(nodeDir, "crun", "k8s.io"), "list").CombinedOutput()
+		if err != nil || !strings.Contains(string(out), id) {
+			t.Errorf("crun list does not show container %s: %v\n%s", id, err, out)
+		}
+		if _, err := os.Stat(filepath.Join(nodeDir, "runc", "k8s.io", id)); err == nil {
+			t.Errorf("container %s ran under runc", id)
+		}
+	})
+}
+
+// pod creates a pod pinned to a node and returns its name.
+func (w *workload) pod(name, node, runtimeClass string, command []string) string {
+	grace := int64(1)
+	p := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: w.ns, Labels: map[string]string{"app": name}},
+		Spec: corev1.PodSpec{
+			NodeName:                      node,
+			TerminationGracePeriodSeconds: &grace,
+			Containers: []corev1.Container{{
+				Name: "main", Image: w.image, ImagePullPolicy: corev1.PullNever, Command: command,
+			}},
+		},
+	}
+	if runtimeClass != "" {
+		p.Spec.RuntimeClassName = &runtimeClass
+	}
+	if _, err := w.cs.CoreV1().Pods(w.ns).Create(w.ctx, p, metav1.CreateOptions{}); err != nil {
+		w.t.Fatalf("create pod %s: %v", name, err)
+	}
+	return name
+}
+
+func (w *workload) waitRunning(name string) *corev1.Pod {
+	deadline := time.Now().Add(2 * time.Minute)
+	for {
+		p, err := w.cs.CoreV1().Pods(w.ns).Get(w.ctx, name, metav1.GetOptions{})
+		if err == nil && p.Status.Phase == corev1.PodRunning && p.Status.PodIP != "" {
+			return p
+		}
+		if time.Now().After(deadline) {
+			w.t.Fatalf("pod %s not running: %v %+v", name, err, p.Status)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+// exec runs a command in a pod with the real kubectl.
+func (w *workload) exec(t *testing.T, pod string, args ...string) string {
+	t.Helper()
+	kubectl := binaries.Default().Path("kubectl")
+	full := append([]string{"--kubeconfig", w.kubeconfig, "-n", w.ns, "exec", pod, "--"}, args...)
+	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kubectl, full...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl %s: %v\n%s", strings.Join(full, " "), err, out)
+	}
+	return string(out)
+}
+
+// iperf runs a one-second iperf3 TCP test from a pod and checks that bytes arrived.
+func (w *workload) iperf(t *testing.T, client, target string) {
+	t.Helper()
+	out := w.exec(t, client, "iperf3", "-c", target, "-t", "1", "-J")
+	var res struct {
+		End struct {
+			SumReceived struct {
+				Bytes float64 `json:"bytes"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal([]byte(out), &res); err != nil {
+		t.Fatalf("iperf3 output from %s to %s: %v\n%s", client, target, err, out)
+	}
+	if res.End.SumReceived.Bytes <= 0 {
+		t.Errorf("iperf3 from %s to %s received no bytes:\n%s", client, target, out)
+	}
+	t.Logf("%s -> %s: %.1f MB in 1 s", client, target, res.End.SumReceived.Bytes/1e6)
+}
+
+

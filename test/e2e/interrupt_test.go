@@ -1,0 +1,120 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+)
+
+// TestCreateInterruptedLeavesNothing sends SIGINT to create at several points of its progress:
+// the CLI must remove what it made and exit non-zero, leaving the host as it was.
+func TestCreateInterruptedLeavesNothing(t *testing.T) {
+	const name = "cnbint"
+	for _, at := range []string{
+		"issuing certificates",
+		"creating namespaces and underlay",
+		"waiting for the API server",
+		"starting nodes",
+		"waiting for nodes to be Ready",
+		"waiting for CoreDNS",
+	} {
+		t.Run(at, func(t *testing.T) {
+			before := snapshot(t)
+			defer forceDelete(name)
+			s := startCLI(t, "cluster", "create", "--name", name)
+			if !s.waitLine(t, at, 3*time.Minute) {
+				t.Fatalf("create ended before %q:\n%s", at, s.output())
+			}
+			if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+				t.Fatal(err)
+			}
+			err := s.wait(t, 2*time.Minute)
+			if err == nil {
+				t.Fatalf("create exited 0 after SIGINT:\n%s", s.output())
+			}
+			if !strings.Contains(s.output(), "removing what was created") {
+				t.Errorf("no cleanup reported:\n%s", s.output())
+			}
+			if _, err := os.Stat(cluster.DefaultLayout().Dir(name)); err == nil {
+				t.Errorf("state directory of %s survived", name)
+			}
+			assertClean(t, before)
+		})
+	}
+}
+
+// TestCreateKilledThenDeleteLeavesNothing kills the CLI with SIGKILL mid-create (it can clean
+// nothing itself) and checks that delete then removes everything.
+func TestCreateKilledThenDeleteLeavesNothing(t *testing.T) {
+	const name = "cnbkill"
+	for _, at := range []string{"waiting for the API server", "waiting for nodes to be Ready", "waiting for CoreDNS"} {
+		t.Run(at, func(t *testing.T) {
+			before := snapshot(t)
+			defer forceDelete(name)
+			s := startCLI(t, "cluster", "create", "--name", name)
+			if !s.waitLine(t, at, 3*time.Minute) {
+				t.Fatalf("create ended before %q:\n%s", at, s.output())
+			}
+			if err := s.cmd.Process.Kill(); err != nil {
+				t.Fatal(err)
+			}
+			_ = s.wait(t, time.Minute)
+			// The daemons it started outlive it: that is what delete is for.
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			defer cancel()
+			if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
+				t.Fatalf("delete after SIGKILL: %v\n%s", err, out)
+			}
+			assertClean(t, before)
+		})
+	}
+}
+
+// TestCreateRefusesBadInput checks that each bad input gets one clear error naming the flag,
+// and that a refused create leaves nothing.
+func TestCreateRefusesBadInput(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	before := snapshot(t)
+	cases := []struct {
+		args []string
+		env  []string
+		want string
+	}{
+		{args: []string{"--nodes", "0"}, want: "--nodes 0: expected a whole number from 1 to"},
+		{args: []string{"--datapath", "calico"}, want: `--datapath "calico": expected one of bridge`},
+		{args: []string{"--proxy-mode", "ipvs"}, want: `--proxy-mode "ipvs": expected nftables or iptables`},
+		{args: []string{"--name", "Bad_Name"}, want: `--name "Bad_Name": expected 1-11 characters`},
+		{args: []string{"--subnet", "10.1.0.0/16"}, want: `--subnet "10.1.0.0/16": expected a /16 from 10.200.0.0/16`},
+		{args: []string{"--name", "cnbdeps"}, env: []string{"CNIBENCH_CACHE=" + t.TempDir()}, want: "run scripts/setup.sh"},
+	}
+	for _, c := range cases {
+		cmd := append([]string{"cluster", "create"}, c.args...)
+		out, err := cliEnv(ctx, c.env, cmd...)
+		if err == nil || !strings.Contains(out, c.want) {
+			t.Errorf("create %v: err=%v, want an error containing %q, got:\n%s", c.args, err, c.want, out)
+		}
+		if n := strings.Count(out, "error:"); n != 1 {
+			t.Errorf("create %v: expected exactly one error, got:\n%s", c.args, out)
+		}
+	}
+	t.Run("subnet colliding with a host route", func(t *testing.T) {
+		// An unreachable route is the one kind of test route that can never send a packet.
+		if _, err := runCmd(ctx, "ip", "route", "add", "unreachable", "10.230.0.0/16"); err != nil {
+			t.Fatal(err)
+		}
+		defer runCmd(context.Background(), "ip", "route", "del", "unreachable", "10.230.0.0/16") //nolint:errcheck
+		out, err := cli(ctx, "cluster", "create", "--name", "cnbroute", "--subnet", "10.230.0.0/16")
+		if err == nil || !strings.Contains(out, "--subnet 10.230.0.0/16: collides with the host route 10.230.0.0/16") {
+			t.Errorf("err=%v, output:\n%s", err, out)
+		}
+	})
+	assertClean(t, before)
+}

@@ -1,0 +1,184 @@
+//go:build e2e
+
+// Package e2e runs the cnibench binary as a user would, as root, against real local clusters,
+// and checks with host snapshots that nothing outlives a delete, a failed or interrupted
+// create, or a killed CLI followed by delete.
+package e2e
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/hostsnap"
+)
+
+// cnibenchBin is built once for the package by TestMain.
+var cnibenchBin string
+
+func TestMain(m *testing.M) {
+	if os.Geteuid() != 0 {
+		fmt.Fprintln(os.Stderr, "e2e tests need root (CI runs them as root)")
+		os.Exit(1)
+	}
+	dir, err := os.MkdirTemp("", "cnibench-e2e-bin")
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
+	cnibenchBin = filepath.Join(dir, "cnibench")
+	build := exec.Command("go", "build", "-o", cnibenchBin, "github.com/cnibench/cnibench/cmd/cnibench")
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		fmt.Fprintln(os.Stderr, "build cnibench:", err)
+		os.Exit(1)
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	os.Exit(code)
+}
+
+// cli runs cnibench to completion and returns its combined output.
+func cli(ctx context.Context, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, cnibenchBin, args...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// startCLI starts cnibench and lets the caller wait for a line of its output.
+type started struct {
+	cmd   *exec.Cmd
+	mu    sync.Mutex
+	out   bytes.Buffer
+	lines chan string
+	done  chan error
+}
+
+func startCLI(t *testing.T, args ...string) *started {
+	t.Helper()
+	s := &started{cmd: exec.Command(cnibenchBin, args...), lines: make(chan string, 1000), done: make(chan error, 1)}
+	pr, pw := io.Pipe()
+	s.cmd.Stdout, s.cmd.Stderr = pw, pw
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			s.mu.Lock()
+			s.out.WriteString(sc.Text() + "\n")
+			s.mu.Unlock()
+			select {
+			case s.lines <- sc.Text():
+			default:
+			}
+		}
+	}()
+	go func() {
+		err := s.cmd.Wait()
+		pw.Close()
+		s.done <- err
+	}()
+	return s
+}
+
+// waitLine waits for an output line containing want; false if the process ended first.
+func (s *started) waitLine(t *testing.T, want string, timeout time.Duration) bool {
+	t.Helper()
+	deadline := time.After(timeout)
+	for {
+		select {
+		case l := <-s.lines:
+			if strings.Contains(l, want) {
+				return true
+			}
+		case err := <-s.done:
+			s.done <- err
+			return false
+		case <-deadline:
+			t.Fatalf("no line %q within %s; output:\n%s", want, timeout, s.output())
+		}
+	}
+}
+
+func (s *started) output() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.out.String()
+}
+
+// wait returns the process's exit error, failing the test on timeout.
+func (s *started) wait(t *testing.T, timeout time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-s.done:
+		return err
+	case <-time.After(timeout):
+		_ = s.cmd.Process.Kill()
+		t.Fatalf("cnibench did not exit within %s; output:\n%s", timeout, s.output())
+		return nil
+	}
+}
+
+// snapshot takes a host snapshot.
+func snapshot(t *testing.T) hostsnap.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	s, err := hostsnap.Take(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+// assertClean compares the host with a snapshot taken before the test's cluster existed,
+// allowing a few seconds for the kernel to finish tearing namespaces down.
+func assertClean(t *testing.T, before hostsnap.Snapshot) {
+	t.Helper()
+	var diff []string
+	for i := 0; i < 20; i++ {
+		if diff = hostsnap.Diff(before, snapshot(t)); len(diff) == 0 {
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+	t.Errorf("host differs from before the cluster existed:\n  %s", strings.Join(diff, "\n  "))
+}
+
+// forceDelete is a safety net so one failed test does not poison the next.
+func forceDelete(name string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	_, _ = cli(ctx, "cluster", "delete", "--name", name)
+}
+
+// cliEnv runs cnibench with extra environment variables.
+func cliEnv(ctx context.Context, env []string, args ...string) (string, error) {
+	cmd := exec.CommandContext(ctx, cnibenchBin, args...)
+	cmd.Env = append(os.Environ(), env...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	err := cmd.Run()
+	return out.String(), err
+}
+
+// runCmd runs a host command and returns its output.
+func runCmd(ctx context.Context, name string, args ...string) (string, error) {
+	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
+	if err != nil {
+		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
+	}
+	return string(out), nil
+}
