@@ -35,14 +35,25 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 	if err := run(ctx, "ip", "link", "add", s.HostLink(), "type", "veth", "peer", "name", "host", "netns", s.CtlNetns()); err != nil {
 		return fmt.Errorf("create root veth: %w", err)
 	}
-	// The root end needs no IPv6: disabling it keeps router solicitations and MLD reports off it.
-	if err := os.WriteFile("/proc/sys/net/ipv6/conf/"+s.HostLink()+"/disable_ipv6", []byte("1"), 0o644); err != nil {
-		return fmt.Errorf("disable IPv6 on %s: %w", s.HostLink(), err)
+	// The root end needs no IPv6 (disabling it keeps router solicitations and MLD reports off
+	// it), and must never forward: on a host with forwarding on, a packet from the lab arriving
+	// here could otherwise leave through the host's default route.
+	for key, val := range map[string]string{
+		"ipv6/conf/" + s.HostLink() + "/disable_ipv6": "1",
+		"ipv4/conf/" + s.HostLink() + "/forwarding":   "0",
+	} {
+		if err := os.WriteFile("/proc/sys/net/"+key, []byte(val), 0o644); err != nil {
+			return fmt.Errorf("set %s: %w", key, err)
+		}
 	}
 	if err := run(ctx, "ip", "addr", "add", p.HostIP().String()+"/24", "dev", s.HostLink()); err != nil {
 		return err
 	}
 	if err := run(ctx, "ip", "link", "set", s.HostLink(), "up"); err != nil {
+		return err
+	}
+	// The control plane never forwards: it is where the nodes' default route ends.
+	if err := sysctlIn(ctx, s.CtlNetns(), map[string]string{"net.ipv4.ip_forward": "0"}); err != nil {
 		return err
 	}
 	ctl = []string{"link set host master " + underlayBridge + " up"}

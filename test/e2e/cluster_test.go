@@ -38,17 +38,7 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
 
-	layout := cluster.DefaultLayout()
-	kubeconfig := layout.Kubeconfig(lifecycleCluster)
-	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
-	if err != nil {
-		t.Fatal(err)
-	}
-	cs := kubernetes.NewForConfigOrDie(cfg)
-	spec, err := layout.ReadSpec(lifecycleCluster)
-	if err != nil {
-		t.Fatal(err)
-	}
+	spec := readSpec(t, lifecycleCluster)
 
 	t.Run("refuses a second cluster of the same name", func(t *testing.T) {
 		out, err := cli(ctx, "cluster", "create", "--name", lifecycleCluster)
@@ -78,8 +68,24 @@ func TestClusterLifecycle(t *testing.T) {
 			t.Errorf("cluster missing from list: %s", out)
 		}
 	})
-	w := &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: spec.Images.Tools, kubeconfig: kubeconfig}
-	w.run()
+	t.Run("workload", func(t *testing.T) { newWorkload(ctx, t, lifecycleCluster).run() })
+
+	// A second cluster alongside the first, with the other kube-proxy mode: clusters must get
+	// disjoint ranges and work at the same time (datapath comparisons run them side by side).
+	t.Run("second cluster at once, kube-proxy iptables", func(t *testing.T) {
+		const second = "cnbe2eb"
+		defer forceDelete(second)
+		if out, err := cli(ctx, "cluster", "create", "--name", second, "--proxy-mode", "iptables"); err != nil {
+			t.Fatalf("create: %v\n%s", err, out)
+		}
+		if a, b := spec.Plan().Block(), readSpec(t, second).Plan().Block(); a.String() == b.String() {
+			t.Fatalf("both clusters got %s", a)
+		}
+		newWorkload(ctx, t, second).run()
+		if out, err := cli(ctx, "cluster", "delete", "--name", second); err != nil {
+			t.Fatalf("delete: %v\n%s", err, out)
+		}
+	})
 
 	start = time.Now()
 	if out, err := cli(ctx, "cluster", "delete", "--name", lifecycleCluster); err != nil {
@@ -87,6 +93,31 @@ func TestClusterLifecycle(t *testing.T) {
 	}
 	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
 	assertClean(t, before)
+}
+
+func readSpec(t *testing.T, name string) cluster.Spec {
+	t.Helper()
+	spec, err := cluster.DefaultLayout().ReadSpec(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return spec
+}
+
+// newWorkload connects to a cluster with its admin kubeconfig.
+func newWorkload(ctx context.Context, t *testing.T, name string) *workload {
+	t.Helper()
+	kubeconfig := cluster.DefaultLayout().Kubeconfig(name)
+	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: readSpec(t, name).Images.Tools,
+		kubeconfig: kubeconfig, cluster: name}
 }
 
 // workload exercises a running cluster through its API server and the real kubectl.
@@ -97,6 +128,7 @@ type workload struct {
 	ns         string
 	image      string
 	kubeconfig string
+	cluster    string
 }
 
 func (w *workload) run() {
@@ -151,7 +183,7 @@ func (w *workload) run() {
 		}
 		// The crun wrapper keeps its state under the node's crun root: the pod must be listed there,
 		// and not under runc's.
-		nodeDir := filepath.Join(cluster.DefaultLayout().Dir(lifecycleCluster), "nodes", "node1")
+		nodeDir := filepath.Join(cluster.DefaultLayout().Dir(w.cluster), "nodes", "node1")
 		id := strings.TrimPrefix(pods[crunPod].Status.ContainerStatuses[0].ContainerID, "containerd://")
 		out, err := exec.Command("crun", "--root", filepath.Join(nodeDir, "crun", "k8s.io"), "list").CombinedOutput()
 		if err != nil || !strings.Contains(string(out), id) {
@@ -232,5 +264,3 @@ func (w *workload) iperf(t *testing.T, client, target string) {
 	}
 	t.Logf("%s -> %s: %.1f MB in 1 s", client, target, res.End.SumReceived.Bytes/1e6)
 }
-
-
