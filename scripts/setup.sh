@@ -16,6 +16,7 @@ CACHE="${CNIBENCH_CACHE:-/var/cache/cnibench}"
 PACKAGES=(
 	etcd-server runc crun iperf3 sockperf mmdebstrap nftables iptables
 	conntrack ethtool iproute2 util-linux procps socat ca-certificates
+	postgresql chromium
 )
 # apt lists older than this are refreshed before installing anything.
 APT_MAX_AGE_SECONDS=86400
@@ -145,7 +146,10 @@ build_project() {
 	if ! git -C "$ROOT" rev-parse --verify -q HEAD >/dev/null 2>&1; then
 		export GOFLAGS="${GOFLAGS:+$GOFLAGS }-buildvcs=false"
 	fi
-	go build -o bin/cnibench ./cmd/cnibench
+	# Static: the same binary runs on the host and, as the in-cluster agent, in the tools image.
+	local version
+	version=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo dev)
+	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o bin/cnibench ./cmd/cnibench
 	# Build to a temp name and rename, so a concurrent cluster never sees a
 	# half-written pause binary.
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$CACHE/bin/.cnb-pause.tmp" ./cmd/cnb-pause

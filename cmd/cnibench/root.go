@@ -11,6 +11,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newClusterCommand(), newSetupCommand())
+	root.AddCommand(newRunCommand(), newResultsCommand(), newReportCommand(), newCompareCommand(), newClusterCommand(), newSetupCommand(), newAgentCommand())
 	return root
 }

@@ -96,7 +96,7 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := checkDependencies(o.Cache); err != nil {
+	if err := checkDependencies(o.Cache, dp); err != nil {
 		return err
 	}
 	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, out: o.Out, began: time.Now(), wait: o.Wait}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 )
 
 // hostTools are the programs from the host's packages that a cluster runs or calls.
@@ -21,7 +22,7 @@ func hostTools() map[string]string {
 }
 
 // checkDependencies fails with one message naming everything that is missing and how to get it.
-func checkDependencies(cache binaries.Cache) error {
+func checkDependencies(cache binaries.Cache, dp datapath.Datapath) error {
 	var missing []string
 	for tool, pkg := range hostTools() {
 		if _, err := exec.LookPath(tool); err != nil {
@@ -40,6 +41,13 @@ func checkDependencies(cache binaries.Cache) error {
 	}
 	if _, err := os.Stat(cache.Path("cnb-pause")); err != nil {
 		problems = append(problems, "missing "+cache.Path("cnb-pause"))
+	}
+	if wb, ok := dp.(datapath.WithBinaries); ok {
+		for _, b := range wb.Binaries() {
+			if _, err := os.Stat(cache.Path(b)); err != nil {
+				problems = append(problems, fmt.Sprintf("datapath %s needs %s, which is not built", dp.Name(), cache.Path(b)))
+			}
+		}
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("dependencies of the local cluster are missing; run scripts/setup.sh:\n  %s", strings.Join(problems, "\n  "))

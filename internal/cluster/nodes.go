@@ -46,14 +46,11 @@ func (c *creator) startNodes(ctx context.Context) error {
 	if err := c.writeResolvConf(); err != nil {
 		return err
 	}
-	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: c.spec.Plan().ClusterCIDR()}
-	for i := 1; i <= c.spec.Nodes; i++ {
-		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
-	}
+	dpc := c.dpCluster()
 	if err := c.dp.Setup(ctx, dpc); err != nil {
 		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
 	}
-	return parallel(c.spec.Nodes, func(i int) error {
+	err := parallel(c.spec.Nodes, func(i int) error {
 		if err := c.startContainerd(ctx, i); err != nil {
 			return err
 		}
@@ -65,6 +62,54 @@ func (c *creator) startNodes(ctx context.Context) error {
 		}
 		return c.startKubeProxy(ctx, i)
 	})
+	if err != nil {
+		return err
+	}
+	return c.startDatapathDaemons(ctx, dpc)
+}
+
+// dpCluster describes the cluster to its datapath.
+func (c *creator) dpCluster() datapath.Cluster {
+	p := c.spec.Plan()
+	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
+		Kubeconfig: c.layout.Kubeconfig(c.spec.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
+		Bin: c.bin, StateDir: c.layout.Dir(c.spec.Name)}
+	for i := 1; i <= c.spec.Nodes; i++ {
+		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
+	}
+	return dpc
+}
+
+// startDatapathDaemons starts a datapath's daemons and waits until each is ready.
+func (c *creator) startDatapathDaemons(ctx context.Context, dpc datapath.Cluster) error {
+	wd, ok := c.dp.(datapath.WithDaemons)
+	if !ok {
+		return nil
+	}
+	daemons, err := wd.Daemons(dpc)
+	if err != nil {
+		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
+	}
+	for _, d := range daemons {
+		netns, cg := c.spec.CtlNetns(), c.spec.CgroupRoot()+"/ctl"
+		if d.Node > 0 {
+			netns, cg = c.spec.NodeNetns(d.Node), c.spec.CgroupRoot()+"/"+c.spec.NodeName(d.Node)+"/system"
+		}
+		r, err := c.start(ctx, daemon{name: d.Name, netns: netns, cgroup: cg, argv: d.Argv, env: d.Env})
+		if err != nil {
+			return err
+		}
+		c.watch(r)
+	}
+	for _, d := range daemons {
+		if d.Ready == nil {
+			continue
+		}
+		if err := c.poll(ctx, d.Name+" to be ready", c.wait, func() (bool, error) { return d.Ready(), nil }); err != nil {
+			return fmt.Errorf("%w; last lines of its log:\n%s", err, tail(filepath.Join(c.layout.LogDir(c.spec.Name), d.Name+".log"), 15))
+		}
+	}
+	return nil
 }
 
 // connect builds the admin client used by the rest of create.

@@ -37,6 +37,7 @@ func TestMain(m *testing.M) {
 	}
 	cnibenchBin = filepath.Join(dir, "cnibench")
 	build := exec.Command("go", "build", "-o", cnibenchBin, "github.com/cnibench/cnibench/cmd/cnibench")
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
 	if err := build.Run(); err != nil {
 		fmt.Fprintln(os.Stderr, "build cnibench:", err)
@@ -181,4 +182,13 @@ func runCmd(ctx context.Context, name string, args ...string) (string, error) {
 		return string(out), fmt.Errorf("%s %s: %w: %s", name, strings.Join(args, " "), err, out)
 	}
 	return string(out), nil
+}
+
+// cliSplit runs cnibench and returns stdout and stderr separately.
+func cliSplit(ctx context.Context, args ...string) (string, string, error) {
+	cmd := exec.CommandContext(ctx, cnibenchBin, args...)
+	var out, errb bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &errb
+	err := cmd.Run()
+	return out.String(), errb.String(), err
 }

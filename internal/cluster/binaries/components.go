@@ -192,7 +192,10 @@ func Components() []Component {
 	for _, c := range []*Component{&cni, &k8s, &ctd, &coredns} {
 		c.Binaries = binaryNames(c.packages)
 	}
-	return []Component{cni, coredns, ctd, k8s}
+	all := []Component{cni, coredns, ctd, k8s}
+	// Datapath components live in files of their own (flannel.go, cilium.go).
+	all = append(all, flannelComponents()...)
+	return append(all, ciliumComponents()...)
 }
 
 // Lookup returns the component with the given name.

@@ -28,7 +28,41 @@ type Node struct {
 type Cluster struct {
 	Name        string
 	ClusterCIDR *net.IPNet
+	ServiceCIDR *net.IPNet
 	Nodes       []Node
+	// Kubeconfig is an admin kubeconfig usable from every node namespace.
+	Kubeconfig string
+	// APIServer is the API server's URL as nodes reach it.
+	APIServer string
+	// Bin returns the path of a cached binary (cnibench setup builds them).
+	Bin func(name string) string
+	// StateDir is the cluster's state directory; a datapath keeps its files below it.
+	StateDir string
+}
+
+// Daemon is a long-running process of a datapath (flanneld, cilium-agent, ...). The cluster
+// starts it in the node's network namespace and cgroup, logs it, and stops it on delete.
+type Daemon struct {
+	Name string   // unique within the cluster, e.g. "node1-flanneld"
+	Node int      // node index from 1; 0 runs it in the control-plane namespace
+	Argv []string // command; wrap it (e.g. in unshare) when it needs a private mount namespace
+	Env  []string // extra environment
+	// Ready reports whether the daemon has finished its start (e.g. a subnet file exists); nil
+	// means started is ready.
+	Ready func() bool
+}
+
+// WithDaemons is implemented by datapaths that run daemons: Daemons is called after the
+// kubelets and kube-proxies have started (Node objects exist), and the cluster waits for
+// every daemon's Ready before waiting for the nodes.
+type WithDaemons interface {
+	Daemons(c Cluster) ([]Daemon, error)
+}
+
+// WithBinaries is implemented by datapaths that need cached binaries beyond the CNI
+// plugins; create checks them first and says how to build what is missing.
+type WithBinaries interface {
+	Binaries() []string
 }
 
 // Datapath sets up pod networking for a cluster whose nodes' namespaces and underlay exist.

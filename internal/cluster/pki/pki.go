@@ -162,3 +162,21 @@ func newSerial() (*big.Int, error) {
 func pemBlock(kind string, der []byte) []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der})
 }
+
+// LoadCA reads a CA written by Pair.Write, to issue more certificates for an existing cluster.
+func LoadCA(certPEM, keyPEM []byte) (*CA, error) {
+	cb, _ := pem.Decode(certPEM)
+	kb, _ := pem.Decode(keyPEM)
+	if cb == nil || kb == nil {
+		return nil, fmt.Errorf("load CA: expected PEM certificate and key")
+	}
+	cert, err := x509.ParseCertificate(cb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("load CA certificate: %w", err)
+	}
+	key, err := x509.ParseECPrivateKey(kb.Bytes)
+	if err != nil {
+		return nil, fmt.Errorf("load CA key: %w", err)
+	}
+	return &CA{cert: cert, key: key, CertPEM: certPEM, KeyPEM: keyPEM}, nil
+}

@@ -65,3 +65,25 @@ func TestClientOnlyCertificateIsNotServing(t *testing.T) {
 		t.Error("client certificate accepted for server auth")
 	}
 }
+
+func TestLoadCAIssuesVerifiableCertificates(t *testing.T) {
+	orig, _ := NewCA("test-ca")
+	ca, err := LoadCA(orig.CertPEM, orig.KeyPEM)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := ca.Issue(Request{CommonName: "later", Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	block, _ := pem.Decode(p.CertPEM)
+	cert, _ := x509.ParseCertificate(block.Bytes)
+	roots := x509.NewCertPool()
+	roots.AppendCertsFromPEM(orig.CertPEM)
+	if _, err := cert.Verify(x509.VerifyOptions{Roots: roots, KeyUsages: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth}}); err != nil {
+		t.Errorf("certificate from a reloaded CA does not verify: %v", err)
+	}
+	if _, err := LoadCA([]byte("junk"), orig.KeyPEM); err == nil {
+		t.Error("junk certificate accepted")
+	}
+}

@@ -1,0 +1,96 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/monitor"
+	"github.com/spf13/cobra"
+)
+
+// newAgentCommand groups the subcommands that run inside the tools image.
+func newAgentCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:    "agent",
+		Short:  "In-cluster helpers run inside the tools image (echo server, rr/crr clients, node stats)",
+		Hidden: true,
+	}
+	cmd.AddCommand(newAgentEchoServerCommand(),
+		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
+		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
+		newAgentStatCommand())
+	return cmd
+}
+
+func newAgentEchoServerCommand() *cobra.Command {
+	o := agent.EchoOptions{}
+	cmd := &cobra.Command{
+		Use:   "echo-server",
+		Short: "TCP server answering each --size-byte message with --size bytes, until SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Log = cmd.ErrOrStderr()
+			return agent.RunEchoServer(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Address, "address", "", "address to listen on (default: every IPv4 and IPv6 address)")
+	f.IntVar(&o.Port, "port", 0, "TCP port to listen on (required)")
+	f.IntVar(&o.Size, "size", 1, "message size in bytes; must match the clients' --size")
+	_ = cmd.MarkFlagRequired("port")
+	return cmd
+}
+
+// newAgentClientCommand builds the rr and crr commands, which differ only in what they run.
+func newAgentClientCommand(use, short string, run func(ctx context.Context, o agent.ClientOptions) (agent.Result, error)) *cobra.Command {
+	o := agent.ClientOptions{}
+	cmd := &cobra.Command{
+		Use:   use,
+		Short: short,
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Log = cmd.ErrOrStderr()
+			res, err := run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Target, "target", "", "echo server IP address or DNS name (required; a name is resolved once)")
+	f.IntVar(&o.Port, "port", 0, "echo server TCP port (required)")
+	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to run")
+	f.IntVar(&o.Size, "size", 1, "request and response size in bytes; must match the server's --size")
+	f.DurationVar(&o.Timeout, "timeout", agent.DefaultTimeout, "bound on each connect and each transaction")
+	f.IntVar(&o.MaxConsecutiveErrors, "max-consecutive-errors", agent.DefaultMaxConsecutiveErrors, "stop with an error after this many failures in a row")
+	_ = cmd.MarkFlagRequired("target")
+	_ = cmd.MarkFlagRequired("port")
+	return cmd
+}
+
+func newAgentStatCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "stat",
+		Short: "Print the node's CPU and memory counters and this container's cgroup usage as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			s, err := monitor.Read()
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, s)
+		},
+	}
+}
+
+// writeJSON prints v as one line of JSON on the command's stdout, for the caller to parse.
+func writeJSON(cmd *cobra.Command, v any) error {
+	if err := json.NewEncoder(cmd.OutOrStdout()).Encode(v); err != nil {
+		return fmt.Errorf("write result: %w", err)
+	}
+	return nil
+}

@@ -1,0 +1,63 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/compare"
+	"github.com/cnibench/cnibench/internal/export"
+	"github.com/spf13/cobra"
+)
+
+func newCompareCommand() *cobra.Command {
+	var (
+		o        compare.Options
+		output   string
+		location string
+	)
+	cmd := &cobra.Command{
+		Use:   "compare A B",
+		Short: "Compare two runs or two targets: ratio B/A with a 95 % interval, p-value and verdict per metric",
+		Long: `Compares configuration B against baseline A for every path, workload and metric both measured
+(warm-up and failed samples left out): n and mean of each side, the ratio of means B/A with its
+95 % bootstrap confidence interval, the two-sided Mann-Whitney p-value, and a verdict from B's
+point of view: "better", "worse" or "no significant difference", using each metric's direction
+(throughput higher, latency and CPU cost lower); "n/a" where the direction is unknown.
+
+A and B are each a run (id or unique prefix) or a target of a run written RUN/TARGET, e.g.
+two datapaths measured in one run:
+
+  cnibench compare 20261121-101500-ab12/bridge 20261121-101500-ab12/cilium-vxlan -o md
+
+The bootstrap is seeded (--seed), so the same comparison prints the same figures every time.`,
+		Args: cobra.ExactArgs(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			var err error
+			if o.A, err = compare.ParseSide(args[0]); err != nil {
+				return fmt.Errorf("argument A: %w", err)
+			}
+			if o.B, err = compare.ParseSide(args[1]); err != nil {
+				return fmt.Errorf("argument B: %w", err)
+			}
+			if !validFormat(output, compare.Formats()...) && output != "markdown" {
+				return fmt.Errorf("-o %q: expected one of %s", output, strings.Join(compare.Formats(), ", "))
+			}
+			db, err := export.OpenExisting(cmd.Context(), location)
+			if err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			defer db.Close()
+			res, err := compare.Compare(cmd.Context(), db, o)
+			if err != nil {
+				return err
+			}
+			return compare.Write(cmd.OutOrStdout(), output, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&output, "output", "o", compare.FormatTable, "output format: "+strings.Join(compare.Formats(), ", "))
+	f.StringSliceVar(&o.Metrics, "metrics", nil, "compare only these metrics (comma-separated), e.g. throughput_gbps,cpu_s_per_gb")
+	f.Int64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (stored in the output)")
+	storeFlags(cmd, &location, false)
+	return cmd
+}

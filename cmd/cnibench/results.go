@@ -1,0 +1,199 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/spf13/cobra"
+)
+
+func newResultsCommand() *cobra.Command {
+	var location string
+	cmd := &cobra.Command{
+		Use:   "results",
+		Short: "List, show, export and delete stored runs",
+	}
+	storeFlags(cmd, &location, true)
+	cmd.AddCommand(newResultsListCommand(&location), newResultsShowCommand(&location),
+		newResultsDeleteCommand(&location), newResultsExportCommand(&location))
+	return cmd
+}
+
+// storeFlags binds --store, and --results as a hidden alias so that the location flag of
+// `cnibench run` works here too; persistent flags reach every subcommand.
+func storeFlags(cmd *cobra.Command, location *string, persistent bool) {
+	f := cmd.Flags()
+	if persistent {
+		f = cmd.PersistentFlags()
+	}
+	f.StringVar(location, "store", "", "results store: a file, a directory or a sqlite:// URL (default $"+
+		store.EnvStore+", else ~/.local/share/cnibench/results.db)")
+	f.StringVar(location, "results", "", "same as --store")
+	_ = f.MarkHidden("results") // the flag was just defined, so this cannot fail
+}
+
+func validFormat(format string, formats ...string) bool { return slices.Contains(formats, format) }
+
+func newResultsListCommand(location *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "list",
+		Short: "List stored runs, newest first: id, start, status, targets, samples, duration",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if !validFormat(output, "table", "json") {
+				return fmt.Errorf("-o %q: expected table or json", output)
+			}
+			db, err := export.OpenExisting(cmd.Context(), *location)
+			if errors.Is(err, export.ErrNoStore) {
+				// Nothing stored yet is an empty list, not a failure.
+				return export.WriteList(cmd.OutOrStdout(), output, nil)
+			} else if err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			defer db.Close()
+			runs, err := export.List(cmd.Context(), db)
+			if err != nil {
+				return err
+			}
+			return export.WriteList(cmd.OutOrStdout(), output, runs)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	return cmd
+}
+
+func newResultsShowCommand(location *string) *cobra.Command {
+	var output string
+	cmd := &cobra.Command{
+		Use:   "show RUN",
+		Short: "Print a stored run's summary, as `cnibench run` does at its end",
+		Long: `Prints the summary of a stored run: per target, path, workload and metric the number of
+samples, median, mean, 95 % confidence interval, trimmed mean, outliers and fraction of the
+host-network baseline. RUN is a run id or a unique prefix of one.`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(output, "table", "json", "yaml") {
+				return fmt.Errorf("-o %q: expected table, json or yaml", output)
+			}
+			db, err := export.OpenExisting(cmd.Context(), *location)
+			if err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			defer db.Close()
+			b, err := export.Load(cmd.Context(), db, args[0])
+			if err != nil {
+				return err
+			}
+			doc := report.Document{Run: b.Run, Targets: b.Targets, Rows: report.Summarize(b.Samples)}
+			return report.Write(cmd.OutOrStdout(), output, doc)
+		},
+	}
+	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table, json or yaml")
+	return cmd
+}
+
+func newResultsDeleteCommand(location *string) *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete RUN...",
+		Short: "Delete stored runs with their targets and samples",
+		Long: `Deletes runs, each named by its id or a unique prefix of one. Every argument is resolved
+before anything is deleted, so a prefix that matches no run or several runs deletes nothing.`,
+		Args: cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			db, err := export.OpenExisting(cmd.Context(), *location)
+			if err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			defer db.Close()
+			var ids []string
+			for _, arg := range args {
+				r, err := db.Run(cmd.Context(), arg)
+				if err != nil {
+					return fmt.Errorf("nothing deleted: %w", err)
+				}
+				if !slices.Contains(ids, r.ID) {
+					ids = append(ids, r.ID)
+				}
+			}
+			for _, id := range ids {
+				if err := db.DeleteRun(cmd.Context(), id); err != nil {
+					return err
+				}
+				fmt.Fprintf(cmd.OutOrStdout(), "deleted run %s\n", id)
+			}
+			return nil
+		},
+	}
+}
+
+func newResultsExportCommand(location *string) *cobra.Command {
+	var format, file string
+	cmd := &cobra.Command{
+		Use:   "export RUN",
+		Short: "Export a stored run as CSV, JSON or OpenMetrics",
+		Long: `Writes a stored run (id or unique prefix) to stdout or to a file:
+  csv          one row per sample and value: run, seq, round, warmup, target, path, workload,
+               started, kind (metric|resource), name, value, error; every sample included
+  json         the run, its targets with fingerprints, every sample with its raw tool output
+  openmetrics  OpenMetrics text for Prometheus backfilling (promtool tsdb create-blocks-from
+               openmetrics): one gauge per metric with a point per measured sample, and
+               per-cell summary gauges (_mean, _median, _ci95_low, _ci95_high, _n)`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(format, export.Formats()...) {
+				return fmt.Errorf("--format %q: expected one of %s", format, strings.Join(export.Formats(), ", "))
+			}
+			db, err := export.OpenExisting(cmd.Context(), *location)
+			if err != nil {
+				return fmt.Errorf("--store: %w", err)
+			}
+			defer db.Close()
+			b, err := export.Load(cmd.Context(), db, args[0])
+			if err != nil {
+				return err
+			}
+			if file == "" || file == "-" {
+				return export.Write(cmd.OutOrStdout(), format, b)
+			}
+			return writeFileAtomic(file, func(w io.Writer) error { return export.Write(w, format, b) })
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&format, "format", export.FormatCSV, "export format: "+strings.Join(export.Formats(), ", "))
+	f.StringVarP(&file, "output", "o", "", "write to this file instead of stdout")
+	return cmd
+}
+
+// writeFileAtomic writes through a temporary file in the target's directory and renames it
+// into place, so that a failed export never leaves a truncated file under the wanted name.
+func writeFileAtomic(path string, write func(io.Writer) error) error {
+	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
+	if err := write(tmp); err != nil {
+		_ = tmp.Close() // the write error is the one that matters
+		return err
+	}
+	if err := tmp.Chmod(0o644); err != nil {
+		_ = tmp.Close()
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := tmp.Close(); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	if err := os.Rename(tmp.Name(), path); err != nil {
+		return fmt.Errorf("-o %s: %w", path, err)
+	}
+	return nil
+}

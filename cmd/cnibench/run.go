@@ -1,0 +1,62 @@
+package main
+
+import (
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/bench"
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/spf13/cobra"
+)
+
+// version is stamped by the build (-ldflags -X main.version=...).
+var version = "dev"
+
+func newRunCommand() *cobra.Command {
+	o := bench.Options{}
+	var paths, nodes string
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
+		Long: `Runs a suite (the default one without -f) and prints a summary with 95 % confidence intervals.
+Without --kubeconfig/--context it measures the embedded local cluster, creating it if absent
+(and deleting it at the end unless --keep). Progress goes to stderr, the summary to stdout.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if paths != "" {
+				o.Overrides.Paths = strings.Split(paths, ",")
+			}
+			if nodes != "" {
+				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
+			}
+			o.Stdout, o.Runner.Out = cmd.OutOrStdout(), cmd.ErrOrStderr()
+			o.Runner.Version = version
+			o.Runner.Layout = cluster.DefaultLayout()
+			o.Runner.Cache = binaries.Default()
+			return bench.Run(cmd.Context(), o)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVarP(&o.SuiteFile, "file", "f", "", "suite file (YAML); default: the built-in suite")
+	f.StringVar(&o.Overrides.Kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local cluster")
+	f.StringVar(&o.Overrides.Context, "context", "", "kubeconfig context to use")
+	f.StringVarP(&o.Runner.Namespace, "namespace", "n", "", "namespace to run in (default: a fresh cnibench-<run>, removed at the end)")
+	f.StringVar(&o.Runner.Image, "image", "", "tools image (default: the local cluster's own; required for remote clusters)")
+	f.StringVar(&o.Runner.RuntimeClass, "runtime-class", "", "RuntimeClass of the benchmark pods (e.g. crun)")
+	f.StringVar(&o.Runner.Placement.Selector, "node-selector", "", "label selector for the two nodes")
+	f.StringVar(&nodes, "nodes", "", "two node names: client node,server node")
+	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")
+	f.StringVar(&o.Overrides.Datapath, "datapath", "", "local cluster datapath (default bridge)")
+	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables)")
+	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
+	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost")
+	f.IntVar(&o.Overrides.Repetitions, "repetitions", 0, "measured rounds (default from the suite: 5)")
+	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
+	f.DurationVar(&o.Overrides.Warmup, "warmup", 0, "duration of each warm-up sample (default 2s)")
+	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
+	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
+	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
+	f.StringVar(&o.Results, "results", "", "results database file or directory (default ~/.local/share/cnibench/results.db)")
+	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table, json or yaml")
+	return cmd
+}

@@ -1,0 +1,66 @@
+// Package bench is the `cnibench run` command's body: it resolves the suite, prints the plan
+// for a dry run, opens the results store, runs the suite and prints the summary.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+
+	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/runner"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// Options are the run command's settings.
+type Options struct {
+	SuiteFile string
+	Overrides suite.Overrides
+	Runner    runner.Options // Suite and Store are filled in here
+	Results   string         // store location; empty: store.DefaultPath()
+	Output    string         // table, json or yaml
+	DryRun    bool
+	Stdout    io.Writer // summary
+}
+
+// Run executes the run command.
+func Run(ctx context.Context, o Options) error {
+	if o.Output != "table" && o.Output != "json" && o.Output != "yaml" {
+		return fmt.Errorf("-o %q: expected table, json or yaml", o.Output)
+	}
+	s, err := suite.Resolve(o.SuiteFile, o.Overrides)
+	if err != nil {
+		return err
+	}
+	if o.DryRun {
+		seed := s.Seed
+		if seed == 0 {
+			seed = 1
+			fmt.Fprintln(o.Stdout, "# no --seed: the real run shuffles with a fresh seed; this plan uses seed 1")
+		}
+		runner.PrintPlan(o.Stdout, runner.Schedule(s, seed), seed)
+		return nil
+	}
+	location := o.Results
+	if location == "" {
+		location = store.DefaultLocation()
+	}
+	db, err := store.Open(ctx, location)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	o.Runner.Suite, o.Runner.Store = s, db
+	res, err := runner.Run(ctx, o.Runner)
+	if len(res.Samples) > 0 {
+		doc := report.Document{Run: res.Run, Targets: res.Targets, Rows: report.Summarize(res.Samples)}
+		if werr := report.Write(o.Stdout, o.Output, doc); werr != nil && err == nil {
+			err = werr
+		}
+	}
+	if res.Run.ID != "" {
+		fmt.Fprintf(o.Runner.Out, "results: run %s (%s) in %s\n", res.Run.ID, res.Run.Status, location)
+	}
+	return err
+}

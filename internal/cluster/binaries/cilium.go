@@ -1,0 +1,4 @@
+package binaries
+
+// ciliumComponents are the binaries of the cilium datapaths.
+func ciliumComponents() []Component { return nil }

@@ -1,0 +1,391 @@
+// Package compare compares two measured configurations, A (the baseline) and B: two runs, or
+// two targets of one run. For every (path, workload, metric) both sides measured it gives
+// the ratio of means B/A with a bootstrap confidence interval, the Mann-Whitney p-value and a
+// verdict from B's point of view (stats.Compare), and renders the result as a terminal
+// table, Markdown for a review, or JSON.
+package compare
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"slices"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// DefaultSeed is the bootstrap seed the compare command uses unless told otherwise, so that
+// the same comparison prints the same intervals every time.
+const DefaultSeed = 1
+
+// VerdictNA is the verdict of a row that has no direction of improvement, or whose
+// comparison could not be computed (see Row.Note).
+const VerdictNA = "n/a"
+
+// Side names one side of a comparison: a run, and the target within it.
+type Side struct {
+	Run    string // run id or unique prefix
+	Target string // empty: the run's only target
+}
+
+// String writes the side the way ParseSide reads it.
+func (s Side) String() string {
+	if s.Target == "" {
+		return s.Run
+	}
+	return s.Run + "/" + s.Target
+}
+
+// ParseSide reads "RUN" or "RUN/TARGET". Run ids never contain a slash, so everything after
+// the first one is the target name.
+func ParseSide(arg string) (Side, error) {
+	run, target, hasTarget := strings.Cut(arg, "/")
+	if run == "" {
+		return Side{}, fmt.Errorf("%q: expected RUN or RUN/TARGET, with a run id or unique prefix", arg)
+	}
+	if hasTarget && target == "" {
+		return Side{}, fmt.Errorf("%q: empty target after the slash; write RUN or RUN/TARGET", arg)
+	}
+	return Side{Run: run, Target: target}, nil
+}
+
+// Options selects what Compare compares.
+type Options struct {
+	A, B Side
+	// Metrics limits the comparison to these metric or resource names; empty means all.
+	Metrics []string
+	// Seed seeds the bootstrap; it is used as given (the command defaults it to
+	// DefaultSeed). Every row uses the same seed, so a row's interval does not depend on
+	// which other rows are compared.
+	Seed int64
+}
+
+// Resolved is one side of a comparison as found in the store.
+type Resolved struct {
+	Run         string            `json:"run"` // full run id
+	Target      string            `json:"target"`
+	Started     time.Time         `json:"started"` // when the run started
+	Status      string            `json:"status"`  // the run's status
+	Fingerprint map[string]string `json:"fingerprint"`
+}
+
+// Label is the side as RUN/TARGET with the full run id.
+func (r Resolved) Label() string { return r.Run + "/" + r.Target }
+
+// Result is a whole comparison.
+type Result struct {
+	A, B Resolved
+	// Seed, Resamples and Alpha are the settings behind every interval and verdict, kept so
+	// that anyone can reproduce them; the ratio interval's level is 1-Alpha.
+	Seed      int64
+	Resamples int
+	Alpha     float64
+	Rows      []Row
+	Summary   Summary
+	// OnlyA and OnlyB are the (path, workload) cells measured by one side only, which have
+	// no rows.
+	OnlyA, OnlyB []Cell
+	// FingerprintDiff lists the fingerprint keys whose values differ between the two
+	// targets, by key: what actually changed between A and B.
+	FingerprintDiff []Difference
+}
+
+// Cell is a (path, workload) pair.
+type Cell struct {
+	Path     string `json:"path"`
+	Workload string `json:"workload"`
+}
+
+// Difference is one fingerprint key whose value differs; an empty value means absent.
+type Difference struct {
+	Key string `json:"key"`
+	A   string `json:"a"`
+	B   string `json:"b"`
+}
+
+// Row compares one metric of one (path, workload) cell.
+type Row struct {
+	Path, Workload, Metric string
+	Unit                   string // empty for unknown metrics
+	// Direction is "higher" or "lower" (the better direction), or "" when unknown.
+	Direction string
+	// NA and NB count the measured, successful samples with this metric; FailedA and
+	// FailedB the failed samples of the cell, which have no values.
+	NA, NB, FailedA, FailedB int
+	MeanA, MeanB             float64
+	// Ratio is MeanB/MeanA with its bootstrap interval [RatioLow, RatioHigh]; PValue is the
+	// two-sided Mann-Whitney U p-value, U its statistic for B and Exact whether the p-value
+	// is exact. All are NaN (Exact false) when the comparison could not be computed.
+	Ratio, RatioLow, RatioHigh, PValue, U float64
+	Exact                                 bool
+	// Verdict is stats.VerdictBetter, VerdictWorse or VerdictNone from B's point of view,
+	// or VerdictNA.
+	Verdict string
+	// Note says why the verdict is VerdictNA.
+	Note string
+}
+
+// Summary counts the rows by verdict.
+type Summary struct {
+	Better       int `json:"better"`
+	Worse        int `json:"worse"`
+	NoDifference int `json:"no_significant_difference"`
+	NA           int `json:"n/a"`
+}
+
+// Compare loads both sides from src and compares every (path, workload, metric) that both
+// measured, over their measured (not warm-up), successful samples.
+func Compare(ctx context.Context, src export.Source, o Options) (Result, error) {
+	a, sa, err := load(ctx, src, "A", o.A)
+	if err != nil {
+		return Result{}, err
+	}
+	b, sb, err := load(ctx, src, "B", o.B)
+	if err != nil {
+		return Result{}, err
+	}
+	res := Result{A: a, B: b, Seed: o.Seed, Resamples: stats.DefaultResamples, Alpha: stats.DefaultAlpha,
+		FingerprintDiff: diff(a.Fingerprint, b.Fingerprint)}
+	va, vb := collect(sa), collect(sb)
+	if err := checkMetrics(o.Metrics, va, vb); err != nil {
+		return Result{}, err
+	}
+	res.OnlyA, res.OnlyB = unmatched(va, vb), unmatched(vb, va)
+	opts := stats.CompareOptions{Resamples: res.Resamples, Seed: o.Seed, Alpha: res.Alpha}
+	for k, xa := range va.values {
+		xb, ok := vb.values[k]
+		if !ok || (len(o.Metrics) > 0 && !slices.Contains(o.Metrics, k.metric)) {
+			continue
+		}
+		res.Rows = append(res.Rows, compareRow(k, xa, xb, va.failed[k.cell], vb.failed[k.cell], opts))
+	}
+	sortRows(res.Rows)
+	for _, r := range res.Rows {
+		switch r.Verdict {
+		case stats.VerdictBetter:
+			res.Summary.Better++
+		case stats.VerdictWorse:
+			res.Summary.Worse++
+		case stats.VerdictNone:
+			res.Summary.NoDifference++
+		default:
+			res.Summary.NA++
+		}
+	}
+	return res, nil
+}
+
+// load resolves a side and returns its samples. which is "A" or "B", for error messages.
+func load(ctx context.Context, src export.Source, which string, side Side) (Resolved, []store.Sample, error) {
+	b, err := export.Load(ctx, src, side.Run)
+	if err != nil {
+		return Resolved{}, nil, fmt.Errorf("%s %q: %w", which, side, err)
+	}
+	names := make([]string, len(b.Targets))
+	for i, t := range b.Targets {
+		names[i] = t.Name
+	}
+	var target *store.Target
+	switch {
+	case side.Target != "":
+		for i := range b.Targets {
+			if b.Targets[i].Name == side.Target {
+				target = &b.Targets[i]
+			}
+		}
+		if target == nil {
+			return Resolved{}, nil, fmt.Errorf("%s %q: run %s has no target %q (targets: %s)",
+				which, side, b.Run.ID, side.Target, strings.Join(names, ", "))
+		}
+	case len(b.Targets) == 1:
+		target = &b.Targets[0]
+	case len(b.Targets) == 0:
+		return Resolved{}, nil, fmt.Errorf("%s %q: run %s has no targets", which, side, b.Run.ID)
+	default:
+		return Resolved{}, nil, fmt.Errorf("%s %q: run %s has %d targets (%s); name one as %s/TARGET",
+			which, side, b.Run.ID, len(b.Targets), strings.Join(names, ", "), b.Run.ID)
+	}
+	var samples []store.Sample
+	for _, s := range b.Samples {
+		if s.Target == target.Name {
+			samples = append(samples, s)
+		}
+	}
+	fp := target.Fingerprint
+	if fp == nil {
+		fp = map[string]string{}
+	}
+	return Resolved{Run: b.Run.ID, Target: target.Name, Started: b.Run.Started, Status: b.Run.Status, Fingerprint: fp},
+		samples, nil
+}
+
+// key is one metric of one cell.
+type key struct {
+	cell   Cell
+	metric string
+}
+
+// side holds one side's values by key and its failed samples by cell.
+type side struct {
+	values map[key][]float64
+	failed map[Cell]int
+}
+
+// collect groups a side's measured, successful values, in Seq order, the way
+// report.Summarize does, so the means here are those `results show` prints.
+func collect(samples []store.Sample) side {
+	s := side{values: map[key][]float64{}, failed: map[Cell]int{}}
+	for _, x := range samples {
+		c := Cell{Path: x.Path, Workload: x.Workload}
+		switch {
+		case x.Warmup:
+		case x.Error != "":
+			s.failed[c]++
+		default:
+			for _, m := range []map[string]float64{x.Metrics, x.Resources} {
+				for name, v := range m {
+					s.values[key{c, name}] = append(s.values[key{c, name}], v)
+				}
+			}
+		}
+	}
+	return s
+}
+
+// checkMetrics rejects a --metrics name that neither side has, listing those they do.
+func checkMetrics(wanted []string, a, b side) error {
+	have := map[string]bool{}
+	for _, s := range []side{a, b} {
+		for k := range s.values {
+			have[k.metric] = true
+		}
+	}
+	for _, m := range wanted {
+		if !have[m] {
+			names := make([]string, 0, len(have))
+			for n := range have {
+				names = append(names, n)
+			}
+			sort.Strings(names)
+			return fmt.Errorf("--metrics: neither side has a metric %q (they have: %s)", m, strings.Join(names, ", "))
+		}
+	}
+	return nil
+}
+
+// unmatched returns the cells x measured that y did not, sorted.
+func unmatched(x, y side) []Cell {
+	inY := map[Cell]bool{}
+	for k := range y.values {
+		inY[k.cell] = true
+	}
+	seen := map[Cell]bool{}
+	var out []Cell
+	for k := range x.values {
+		if !inY[k.cell] && !seen[k.cell] {
+			seen[k.cell] = true
+			out = append(out, k.cell)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Workload != out[j].Workload {
+			return out[i].Workload < out[j].Workload
+		}
+		pi, pj := pathRank(out[i].Path), pathRank(out[j].Path)
+		return pi < pj || pi == pj && out[i].Path < out[j].Path
+	})
+	return out
+}
+
+// compareRow compares one metric of one cell.
+func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.CompareOptions) Row {
+	nan := math.NaN()
+	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Metric: k.metric, NA: len(xa), NB: len(xb),
+		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
+		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, Verdict: VerdictNA}
+	spec, known := export.LookupMetric(k.metric)
+	if known {
+		r.Unit = spec.Unit
+		r.Direction = "lower"
+		if spec.HigherIsBetter {
+			r.Direction = "higher"
+		}
+	}
+	// The direction only turns the outcome into a verdict, so a metric of unknown direction
+	// still gets its ratio, interval and p-value.
+	c, err := stats.Compare(xa, xb, !known || spec.HigherIsBetter, opts)
+	if err != nil {
+		r.Note = strings.TrimPrefix(err.Error(), "stats: ")
+		return r
+	}
+	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact
+	if !known {
+		r.Note = "unknown metric: no direction of improvement"
+		return r
+	}
+	r.Verdict = c.Verdict
+	return r
+}
+
+// diff lists the fingerprint keys whose values differ, by key.
+func diff(a, b map[string]string) []Difference {
+	keys := map[string]bool{}
+	for k := range a {
+		keys[k] = true
+	}
+	for k := range b {
+		keys[k] = true
+	}
+	var out []Difference
+	for k := range keys {
+		if a[k] != b[k] {
+			out = append(out, Difference{Key: k, A: a[k], B: b[k]})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Key < out[j].Key })
+	return out
+}
+
+// sortRows orders rows as `results show` does: by workload, path in suite order, then the
+// workload's own metrics in engine order, then the cost figures, then anything else by name.
+func sortRows(rows []Row) {
+	sort.Slice(rows, func(i, j int) bool {
+		a, b := rows[i], rows[j]
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		if pa, pb := pathRank(a.Path), pathRank(b.Path); pa != pb || a.Path != b.Path {
+			return pa < pb || pa == pb && a.Path < b.Path
+		}
+		if ma, mb := metricRank(a.Workload, a.Metric), metricRank(b.Workload, b.Metric); ma != mb {
+			return ma < mb
+		}
+		return a.Metric < b.Metric
+	})
+}
+
+// pathRank is a path's position in suite order; unknown paths sort last, by name.
+func pathRank(p string) int {
+	if i := slices.Index(suite.AllPaths(), p); i >= 0 {
+		return i
+	}
+	return len(suite.AllPaths())
+}
+
+// metricRank puts a workload's own metrics first, then the cost figures report shows.
+func metricRank(workload, metric string) int {
+	kind, _, _ := strings.Cut(workload, "/")
+	order := append(engine.MetricsFor(kind), "cpu_s_per_gb", "cpu_s_per_1k_tx", "node_cpu_pct",
+		"pod_cpu_s_per_gb", "pod_cpu_s_per_1k_tx", "host_cpu_seconds", "pod_cpu_seconds", "host_mem_used_mib")
+	if i := slices.Index(order, metric); i >= 0 {
+		return i
+	}
+	return len(order)
+}

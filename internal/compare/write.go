@@ -1,0 +1,296 @@
+package compare
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cnibench/cnibench/internal/stats"
+)
+
+// Output formats accepted by Write.
+const (
+	FormatTable    = "table"
+	FormatMarkdown = "md"
+	FormatJSON     = "json"
+)
+
+// Formats lists the output formats, for help texts and error messages.
+func Formats() []string { return []string{FormatTable, FormatMarkdown, FormatJSON} }
+
+// Write renders res as a terminal table, Markdown or JSON.
+func Write(w io.Writer, format string, res Result) error {
+	var err error
+	switch format {
+	case FormatTable:
+		err = writeTable(w, res)
+	case FormatMarkdown, "markdown":
+		err = writeMarkdown(w, res)
+	case FormatJSON:
+		err = writeJSON(w, res)
+	default:
+		return fmt.Errorf("-o %q: expected one of %s", format, strings.Join(Formats(), ", "))
+	}
+	if err != nil {
+		return fmt.Errorf("write comparison: %w", err)
+	}
+	return nil
+}
+
+// Level is the confidence level of the ratio intervals, 1-Alpha.
+func (r Result) Level() float64 { return 1 - r.Alpha }
+
+// method describes how the figures were computed, in one sentence a reader can check.
+func (r Result) method() string {
+	return fmt.Sprintf("B/A is the ratio of means with its %s percentile-bootstrap interval (%d resamples, seed %d); "+
+		"p is the two-sided Mann-Whitney U test; a verdict needs p < %g and an interval excluding 1; "+
+		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.Alpha)
+}
+
+// summaryLine is the one-line outcome, from B's point of view.
+func (r Result) summaryLine() string {
+	s := r.Summary
+	line := fmt.Sprintf("%d better, %d worse, %d no significant difference", s.Better, s.Worse, s.NoDifference)
+	if s.NA > 0 {
+		line += fmt.Sprintf(", %d n/a", s.NA)
+	}
+	return line
+}
+
+func writeTable(w io.Writer, res Result) error {
+	fmt.Fprintf(w, "A  %s  (run started %s, %s)\n", res.A.Label(), res.A.Started.UTC().Format("2006-01-02 15:04:05Z"), res.A.Status)
+	fmt.Fprintf(w, "B  %s  (run started %s, %s)\n", res.B.Label(), res.B.Started.UTC().Format("2006-01-02 15:04:05Z"), res.B.Status)
+	for _, d := range res.FingerprintDiff {
+		fmt.Fprintf(w, "   %s: %s -> %s\n", d.Key, orDash(d.A), orDash(d.B))
+	}
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "WORKLOAD\tPATH\tMETRIC\tN A\tN B\tMEAN A\tMEAN B\tB/A\t%s CI\tP\tVERDICT\n", pct(res.Level()))
+	for _, r := range res.Rows {
+		verdict := r.Verdict
+		if r.Note != "" {
+			verdict += " (" + r.Note + ")"
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Path, metricLabel(r),
+			count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB), ratio(r.Ratio),
+			interval(r.RatioLow, r.RatioHigh, ", "), pvalue(r.PValue), verdict)
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "\nB vs A: %s\n", res.summaryLine())
+	writeUnmatched(w, res, func(s string) string { return s })
+	_, err := fmt.Fprintln(w, res.method())
+	return err
+}
+
+func writeUnmatched(w io.Writer, res Result, code func(string) string) {
+	for _, u := range []struct {
+		side  string
+		cells []Cell
+	}{{"A", res.OnlyA}, {"B", res.OnlyB}} {
+		if len(u.cells) == 0 {
+			continue
+		}
+		names := make([]string, len(u.cells))
+		for i, c := range u.cells {
+			names[i] = code(c.Workload + " " + c.Path)
+		}
+		fmt.Fprintf(w, "Measured by %s only (not compared): %s\n", u.side, strings.Join(names, ", "))
+	}
+}
+
+func writeMarkdown(w io.Writer, res Result) error {
+	fmt.Fprintf(w, "### cnibench compare: %s vs %s\n\n", mdCode(res.B.Label()), mdCode(res.A.Label()))
+	fmt.Fprintln(w, "| side | run | target | started | status |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, s := range []struct {
+		name string
+		r    Resolved
+	}{{"A (baseline)", res.A}, {"B", res.B}} {
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", s.name, mdCode(s.r.Run), mdCode(s.r.Target),
+			s.r.Started.UTC().Format("2006-01-02 15:04:05Z"), mdCell(s.r.Status))
+	}
+	fmt.Fprintf(w, "\n**B vs A: %s.**\n\n", res.summaryLine())
+	if len(res.FingerprintDiff) > 0 {
+		fmt.Fprintln(w, "What differs between the targets:")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| fingerprint | A | B |")
+		fmt.Fprintln(w, "|---|---|---|")
+		for _, d := range res.FingerprintDiff {
+			fmt.Fprintf(w, "| %s | %s | %s |\n", mdCell(d.Key), mdCell(orDash(d.A)), mdCell(orDash(d.B)))
+		}
+		fmt.Fprintln(w)
+	}
+	fmt.Fprintf(w, "| workload | path | metric | n A | n B | mean A | mean B | B/A | %s CI | p | verdict |\n", pct(res.Level()))
+	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|:-:|--:|---|")
+	for _, r := range res.Rows {
+		verdict := r.Verdict
+		switch r.Verdict {
+		case stats.VerdictBetter, stats.VerdictWorse:
+			verdict = "**" + verdict + "**"
+		case VerdictNA:
+			if r.Note != "" {
+				verdict += " (" + r.Note + ")"
+			}
+		}
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(r.Workload), mdCell(r.Path),
+			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB),
+			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), pvalue(r.PValue), mdCell(verdict))
+	}
+	fmt.Fprintln(w)
+	writeUnmatched(w, res, mdCode)
+	_, err := fmt.Fprintf(w, "\n<sub>%s</sub>\n", mdCell(res.method()))
+	return err
+}
+
+// jsonResult is the JSON layout; non-finite figures become null, which JSON can carry.
+type jsonResult struct {
+	A               Resolved     `json:"a"`
+	B               Resolved     `json:"b"`
+	Seed            int64        `json:"seed"`
+	Resamples       int          `json:"resamples"`
+	Alpha           float64      `json:"alpha"`
+	Confidence      float64      `json:"confidence"`
+	Summary         Summary      `json:"summary"`
+	Rows            []jsonRow    `json:"rows"`
+	OnlyA           []Cell       `json:"only_a"`
+	OnlyB           []Cell       `json:"only_b"`
+	FingerprintDiff []Difference `json:"fingerprint_diff"`
+}
+
+type jsonRow struct {
+	Workload  string   `json:"workload"`
+	Path      string   `json:"path"`
+	Metric    string   `json:"metric"`
+	Unit      string   `json:"unit"`
+	Direction string   `json:"direction"` // "higher", "lower" or "" when unknown
+	NA        int      `json:"n_a"`
+	NB        int      `json:"n_b"`
+	FailedA   int      `json:"failed_a"`
+	FailedB   int      `json:"failed_b"`
+	MeanA     *float64 `json:"mean_a"`
+	MeanB     *float64 `json:"mean_b"`
+	Ratio     *float64 `json:"ratio"`
+	RatioLow  *float64 `json:"ratio_low"`
+	RatioHigh *float64 `json:"ratio_high"`
+	PValue    *float64 `json:"p_value"`
+	U         *float64 `json:"u"`
+	Exact     bool     `json:"exact"`
+	Verdict   string   `json:"verdict"`
+	Note      string   `json:"note,omitempty"`
+}
+
+func writeJSON(w io.Writer, res Result) error {
+	doc := jsonResult{A: res.A, B: res.B, Seed: res.Seed, Resamples: res.Resamples, Alpha: res.Alpha,
+		Confidence: res.Level(), Summary: res.Summary, Rows: []jsonRow{}, OnlyA: orEmpty(res.OnlyA),
+		OnlyB: orEmpty(res.OnlyB), FingerprintDiff: res.FingerprintDiff}
+	if doc.FingerprintDiff == nil {
+		doc.FingerprintDiff = []Difference{}
+	}
+	for _, r := range res.Rows {
+		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
+			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
+			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
+			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), U: finite(r.U), Exact: r.Exact,
+			Verdict: r.Verdict, Note: r.Note})
+	}
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(doc)
+}
+
+func orEmpty(c []Cell) []Cell {
+	if c == nil {
+		return []Cell{}
+	}
+	return c
+}
+
+func finite(v float64) *float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return nil
+	}
+	return &v
+}
+
+func metricLabel(r Row) string {
+	if r.Unit == "" {
+		return r.Metric
+	}
+	return r.Metric + " [" + r.Unit + "]"
+}
+
+// count is n, with the failed samples beside it when there are any.
+func count(n, failed int) string {
+	if failed == 0 {
+		return fmt.Sprint(n)
+	}
+	return fmt.Sprintf("%d (+%d failed)", n, failed)
+}
+
+// num shows 4 significant digits, without an exponent for large values.
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v) || math.IsInf(v, 0):
+		return "-"
+	case math.Abs(v) >= 1e4:
+		return fmt.Sprintf("%.0f", v)
+	}
+	return fmt.Sprintf("%.4g", v)
+}
+
+// ratio shows three decimals: a 0.1 % difference is the finest any of these measurements
+// resolves.
+func ratio(v float64) string {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return "-"
+	}
+	return fmt.Sprintf("%.3f", v)
+}
+
+func interval(lo, hi float64, sep string) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return "-"
+	}
+	return "[" + ratio(lo) + sep + ratio(hi) + "]"
+}
+
+func pvalue(p float64) string {
+	switch {
+	case math.IsNaN(p):
+		return "-"
+	case p < 1e-4:
+		return "<0.0001"
+	}
+	return fmt.Sprintf("%.2g", p)
+}
+
+func pct(level float64) string { return fmt.Sprintf("%g%%", math.Round(level*1000)/10) }
+
+func orDash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// mdCell makes text safe inside a Markdown table cell: a pipe would end the cell and a line
+// break the row.
+func mdCell(s string) string {
+	s = strings.ReplaceAll(s, `\`, `\\`)
+	s = strings.ReplaceAll(s, "|", `\|`)
+	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
+}
+
+// mdCode renders s as inline code, falling back to escaped text when s contains a backtick
+// or a pipe, which a code span cannot hold inside a table.
+func mdCode(s string) string {
+	if strings.ContainsAny(s, "`|\n") {
+		return mdCell(s)
+	}
+	return "`" + s + "`"
+}

@@ -1,0 +1,335 @@
+// Package engine describes, per measurement tool, how cnibench drives it: the server and
+// client argv to run inside the tools image, how to parse the client's stdout into
+// metrics, and which workloads the tool supports.
+//
+// Three engines exist: iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr) and the
+// in-house cnibench agent (tcp-crr, and tcp-rr for cross-checking sockperf). For picks
+// the engine for a workload; every engine's Parse returns metrics named as listed by
+// MetricsFor, whose metadata Metric returns.
+//
+// The package only builds argv and parses output: running the commands (in pods, or
+// locally in tests) is the caller's job. Callers should Validate a Workload before
+// building argv: argv builders assume a valid workload and never fail.
+package engine
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Workload kinds.
+const (
+	// TCPStream is bulk TCP throughput from client to server, possibly over parallel streams.
+	TCPStream = "tcp-stream"
+	// UDPStream is UDP datagrams from client to server at a fixed offered rate.
+	UDPStream = "udp-stream"
+	// TCPRR is request/response over one long-lived TCP connection (netperf TCP_RR).
+	TCPRR = "tcp-rr"
+	// TCPCRR is connect/request/response/close, a new TCP connection per transaction
+	// (netperf TCP_CRR).
+	TCPCRR = "tcp-crr"
+)
+
+// Workload limits, enforced by Workload.Validate.
+const (
+	// MaxStreams is the largest tcp-stream parallelism (iperf3's own limit is 128).
+	MaxStreams = 128
+	// MaxTCPWriteSize is the largest tcp-stream write size (iperf3's limit, 1 MiB).
+	MaxTCPWriteSize = 1 << 20
+	// MinUDPSize is the smallest udp-stream datagram: iperf3 puts a 16-byte header
+	// (sequence number and timestamp) in each datagram and rejects smaller sizes.
+	MinUDPSize = 16
+	// MaxUDPSize is the largest UDP payload over IPv4 (65535 - 20 - 8), also iperf3's limit.
+	MaxUDPSize = 65507
+	// MaxRRSize is the largest tcp-rr/tcp-crr request (and response) size.
+	MaxRRSize = 65507
+	// MaxDuration is the longest sample (iperf3 refuses more than 86400 s).
+	MaxDuration = 24 * time.Hour
+)
+
+// Workload is one kind of traffic with its parameters.
+type Workload struct {
+	// Kind is one of TCPStream, UDPStream, TCPRR, TCPCRR.
+	Kind string
+	// Streams is the number of parallel streams for tcp-stream (1-MaxStreams). Other
+	// kinds use one flow: 0 and 1 are accepted and mean the same.
+	Streams int
+	// MessageSize in bytes: the tcp-stream write size (0 = tool default, 128 KiB for
+	// iperf3), the udp-stream datagram payload size, the tcp-rr/tcp-crr request size
+	// (the response has the same size).
+	MessageSize int
+	// Rate is the udp-stream offered rate in iperf3 -b syntax: a decimal number with an
+	// optional K, M, G or T suffix (powers of 1000, bits per second), e.g. "500M".
+	// Unlimited ("0") is not allowed. Empty for other kinds.
+	Rate string
+	// Duration is the measured time of one sample, in whole seconds (1 s to 24 h).
+	Duration time.Duration
+}
+
+// Validate reports the first invalid field. The errors name the field and what is
+// expected, e.g. `streams: expected 1-128, got 0`.
+func (w Workload) Validate() error {
+	if err := w.validateShape(); err != nil {
+		return err
+	}
+	if w.Duration < time.Second || w.Duration > MaxDuration {
+		return fmt.Errorf("duration: expected 1s-%s, got %s", MaxDuration, w.Duration)
+	}
+	if w.Duration%time.Second != 0 {
+		return fmt.Errorf("duration: expected whole seconds, got %s", w.Duration)
+	}
+	return nil
+}
+
+// validateShape validates everything but Duration: the fields ID depends on.
+func (w Workload) validateShape() error {
+	switch w.Kind {
+	case TCPStream, UDPStream, TCPRR, TCPCRR:
+	default:
+		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, got %q",
+			TCPStream, UDPStream, TCPRR, TCPCRR, w.Kind)
+	}
+	if w.Kind == TCPStream {
+		if w.Streams < 1 || w.Streams > MaxStreams {
+			return fmt.Errorf("streams: expected 1-%d, got %d", MaxStreams, w.Streams)
+		}
+	} else if w.Streams != 0 && w.Streams != 1 {
+		return fmt.Errorf("streams: expected 0 or 1 for %s (only %s has parallel streams), got %d",
+			w.Kind, TCPStream, w.Streams)
+	}
+	switch w.Kind {
+	case TCPStream:
+		if w.MessageSize < 0 || w.MessageSize > MaxTCPWriteSize {
+			return fmt.Errorf("message size: expected 0 (tool default) or 1-%d bytes for %s, got %d",
+				MaxTCPWriteSize, w.Kind, w.MessageSize)
+		}
+	case UDPStream:
+		if w.MessageSize < MinUDPSize || w.MessageSize > MaxUDPSize {
+			return fmt.Errorf("message size: expected %d-%d bytes for %s, got %d",
+				MinUDPSize, MaxUDPSize, w.Kind, w.MessageSize)
+		}
+	default:
+		if w.MessageSize < 1 || w.MessageSize > MaxRRSize {
+			return fmt.Errorf("message size: expected 1-%d bytes for %s, got %d",
+				MaxRRSize, w.Kind, w.MessageSize)
+		}
+	}
+	if w.Kind == UDPStream {
+		if _, err := parseRate(w.Rate); err != nil {
+			return fmt.Errorf("rate: %w", err)
+		}
+	} else if w.Rate != "" {
+		return fmt.Errorf("rate: expected empty for %s (only %s has an offered rate), got %q",
+			w.Kind, UDPStream, w.Rate)
+	}
+	return nil
+}
+
+// RateBitsPerSec returns the udp-stream offered rate in bits per second.
+func (w Workload) RateBitsPerSec() (int64, error) {
+	bps, err := parseRate(w.Rate)
+	if err != nil {
+		return 0, fmt.Errorf("rate: %w", err)
+	}
+	return bps, nil
+}
+
+// ID returns a stable, human-readable identifier of the traffic, unique per distinct
+// Kind/Streams/MessageSize/Rate (equal values written differently, such as Rate "0.5G"
+// and "500M", give the same ID). Duration is deliberately left out: it is how long a
+// sample lasts, not what traffic it carries, and is recorded separately. Forms:
+//
+//	tcp-stream/4          4 streams, tool default write size
+//	tcp-stream/1x128K     1 stream, 128 KiB writes
+//	udp-stream/1300B@500M 1300-byte datagrams offered at 500 Mbit/s
+//	tcp-rr/1B             1-byte request and response
+//	tcp-crr/1K            1 KiB request and response, new connection each
+//
+// Sizes are written in the largest of M (MiB), K (KiB) or B (bytes) that divides them
+// exactly; rates in the largest of G, M, K (powers of 1000) or plain bits per second.
+// ParseID reverses ID. An invalid workload gets a best-effort ID prefixed "invalid:".
+func (w Workload) ID() string {
+	if err := w.validateShape(); err != nil {
+		return fmt.Sprintf("invalid:%s/%d/%d/%s", w.Kind, w.Streams, w.MessageSize, w.Rate)
+	}
+	switch w.Kind {
+	case TCPStream:
+		if w.MessageSize == 0 {
+			return fmt.Sprintf("%s/%d", w.Kind, w.Streams)
+		}
+		return fmt.Sprintf("%s/%dx%s", w.Kind, w.Streams, formatSize(w.MessageSize))
+	case UDPStream:
+		bps, _ := parseRate(w.Rate) // validated above
+		return fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
+	default:
+		return fmt.Sprintf("%s/%s", w.Kind, formatSize(w.MessageSize))
+	}
+}
+
+// ParseID parses an ID as produced by Workload.ID into a workload with a zero Duration
+// (set it before Validate). Streams is 1 for the single-flow kinds.
+func ParseID(id string) (Workload, error) {
+	kind, params, ok := strings.Cut(id, "/")
+	if !ok || params == "" {
+		return Workload{}, fmt.Errorf("workload id %q: expected KIND/PARAMS, e.g. %q", id, "tcp-stream/4")
+	}
+	w := Workload{Kind: kind, Streams: 1}
+	var err error
+	switch kind {
+	case TCPStream:
+		streams, size, hasSize := strings.Cut(params, "x")
+		if w.Streams, err = parseCount(streams); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: streams: %w", id, err)
+		}
+		if hasSize {
+			if w.MessageSize, err = parseSize(size); err != nil {
+				return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
+			}
+		}
+	case UDPStream:
+		size, rate, hasRate := strings.Cut(params, "@")
+		if !hasRate {
+			return Workload{}, fmt.Errorf("workload id %q: expected %s/SIZE@RATE, e.g. %q", id, kind, "udp-stream/1300B@500M")
+		}
+		if w.MessageSize, err = parseSize(size); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
+		}
+		w.Rate = rate
+	case TCPRR, TCPCRR:
+		if w.MessageSize, err = parseSize(params); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
+		}
+	}
+	if err := w.validateShape(); err != nil {
+		return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
+	}
+	w.Rate = rateOrEmpty(w)
+	return w, nil
+}
+
+// rateOrEmpty returns w's rate in canonical form (udp-stream only).
+func rateOrEmpty(w Workload) string {
+	if w.Kind != UDPStream {
+		return ""
+	}
+	bps, err := parseRate(w.Rate)
+	if err != nil {
+		return w.Rate
+	}
+	return formatRate(bps)
+}
+
+// Metrics maps metric names (see MetricsFor and Metric) to values of one sample.
+type Metrics map[string]float64
+
+// Engine knows how to run and read one measurement tool.
+type Engine interface {
+	// Name is the tool name: "iperf3", "sockperf" or "cnibench".
+	Name() string
+	// Supports reports whether the engine can run the (valid) workload.
+	Supports(w Workload) bool
+	// ServerArgv is the long-running server, run in the foreground in the tools image;
+	// it never exits by itself and listens on all addresses of the pod.
+	ServerArgv(w Workload, port int) []string
+	// ClientArgv runs one sample of Duration and exits. Target is an IP (v4 or v6) or a
+	// DNS name, unless the engine implements TargetChecker and rejects it.
+	ClientArgv(w Workload, target string, port int) []string
+	// Parse turns the client's stdout into metrics. A failure reported by the tool
+	// itself is returned as a *ToolError.
+	Parse(w Workload, stdout []byte) (Metrics, error)
+}
+
+// TargetChecker is implemented by engines whose client accepts only some forms of
+// target (sockperf 3.7 takes IPv4 literals only).
+type TargetChecker interface {
+	// CheckTarget returns an error naming what is expected when the client cannot
+	// connect to target as written.
+	CheckTarget(target string) error
+}
+
+// CheckTarget returns nil if e's client accepts target as ClientArgv's target, and
+// otherwise an error saying why (resolve names to IPv4 for sockperf, or use the
+// cnibench engine, which accepts any target).
+func CheckTarget(e Engine, target string) error {
+	if target == "" {
+		return errors.New("target: expected an IP address or DNS name, got empty")
+	}
+	if c, ok := e.(TargetChecker); ok {
+		return c.CheckTarget(target)
+	}
+	return nil
+}
+
+// ToolError is a failure the tool reported in its own output (e.g. iperf3's
+// {"error": "..."}, sockperf's "ERROR: ..." line). Tools often exit 0 in these cases
+// (iperf3 3.12 with -J, sockperf 3.7 always), so Parse is where failures surface.
+type ToolError struct {
+	Engine  string // engine name
+	Message string // the tool's message, verbatim
+}
+
+// Error implements error.
+func (e *ToolError) Error() string {
+	return fmt.Sprintf("%s reported an error: %s", e.Engine, e.Message)
+}
+
+// IsServerBusy reports whether err is iperf3's "the server is busy running a test"
+// error, which an iperf3 server returns while it still runs (or winds down) a previous
+// test: the sample can be retried after a short wait.
+func IsServerBusy(err error) bool {
+	var te *ToolError
+	return errors.As(err, &te) && te.Engine == NameIPerf3 &&
+		strings.Contains(te.Message, "server is busy")
+}
+
+// Engine names.
+const (
+	NameIPerf3   = "iperf3"
+	NameSockperf = "sockperf"
+	NameCnibench = "cnibench"
+)
+
+// Engines returns every engine, for listing: iperf3, sockperf, cnibench.
+func Engines() []Engine {
+	return []Engine{iperf3{}, sockperf{}, cnibench{}}
+}
+
+// ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
+// to cross-check sockperf.
+func ByName(name string) (Engine, error) {
+	for _, e := range Engines() {
+		if e.Name() == name {
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("engine: expected one of %s, %s, %s, got %q",
+		NameIPerf3, NameSockperf, NameCnibench, name)
+}
+
+// For validates w and returns the engine that measures it: iperf3 for tcp-stream and
+// udp-stream, sockperf for tcp-rr, cnibench for tcp-crr. Sockperf cannot send
+// messages under 14 bytes, so tcp-rr with smaller messages (such as the classic
+// 1-byte tcp-rr/1B) is measured by the cnibench agent instead; the choice depends
+// only on the workload, so one workload ID always maps to one engine.
+func For(w Workload) (Engine, error) {
+	if err := w.Validate(); err != nil {
+		return nil, fmt.Errorf("workload %s: %w", w.ID(), err)
+	}
+	var candidates []Engine
+	switch w.Kind {
+	case TCPStream, UDPStream:
+		candidates = []Engine{iperf3{}}
+	case TCPRR:
+		candidates = []Engine{sockperf{}, cnibench{}}
+	case TCPCRR:
+		candidates = []Engine{cnibench{}}
+	}
+	for _, e := range candidates {
+		if e.Supports(w) {
+			return e, nil
+		}
+	}
+	return nil, fmt.Errorf("workload %s: no engine supports it", w.ID())
+}

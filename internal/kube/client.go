@@ -1,0 +1,121 @@
+// Package kube is cnibench's only way into a cluster, local or remote: it connects through a
+// kubeconfig, checks permissions, places client and server pods on nodes, executes tools in
+// them, reads the environment fingerprint, and removes everything it created.
+package kube
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	authv1 "k8s.io/api/authorization/v1"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/clientcmd"
+	"k8s.io/client-go/tools/remotecommand"
+)
+
+// Client talks to one cluster.
+type Client struct {
+	CS     kubernetes.Interface
+	config *rest.Config
+	// Server is the API server's URL, for messages.
+	Server string
+}
+
+// Connect loads a kubeconfig (empty path: the usual KUBECONFIG / ~/.kube/config rules) with an
+// optional context.
+func Connect(kubeconfig, kubeContext string) (*Client, error) {
+	rules := clientcmd.NewDefaultClientConfigLoadingRules()
+	if kubeconfig != "" {
+		rules.ExplicitPath = kubeconfig
+	}
+	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
+		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	if err != nil {
+		return nil, fmt.Errorf("load kubeconfig %q (context %q): %w", kubeconfig, kubeContext, err)
+	}
+	cfg.QPS, cfg.Burst = 50, 100
+	cs, err := kubernetes.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
+	}
+	return &Client{CS: cs, config: cfg, Server: cfg.Host}, nil
+}
+
+// Preflight fails with one clear error when the API server cannot be reached or the
+// credentials lack a permission a run needs.
+func (c *Client) Preflight(ctx context.Context, namespace string) error {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	if _, err := c.CS.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
+		return fmt.Errorf("cannot reach the API server at %s: %w", c.Server, err)
+	}
+	needs := []authv1.ResourceAttributes{
+		{Verb: "create", Resource: "namespaces"},
+		{Verb: "delete", Resource: "namespaces"},
+		{Verb: "create", Resource: "pods", Namespace: namespace},
+		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: namespace},
+		{Verb: "create", Resource: "services", Namespace: namespace},
+		{Verb: "list", Resource: "nodes"},
+	}
+	var missing []string
+	for _, ra := range needs {
+		ra := ra
+		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}
+		res, err := c.CS.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
+		if err != nil {
+			return fmt.Errorf("check permissions on %s: %w", c.Server, err)
+		}
+		if !res.Status.Allowed {
+			what := ra.Verb + " " + ra.Resource
+			if ra.Subresource != "" {
+				what += "/" + ra.Subresource
+			}
+			missing = append(missing, what)
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("missing RBAC permissions on %s (namespace %s): %s", c.Server, namespace, strings.Join(missing, ", "))
+	}
+	return nil
+}
+
+// ExecError is a command that ran in a container and exited non-zero.
+type ExecError struct {
+	Pod, Container string
+	Argv           []string
+	Stderr         string
+	Err            error
+}
+
+func (e *ExecError) Error() string {
+	return fmt.Sprintf("exec %q in %s/%s: %v: %s", strings.Join(e.Argv, " "), e.Pod, e.Container, e.Err, strings.TrimSpace(e.Stderr))
+}
+
+func (e *ExecError) Unwrap() error { return e.Err }
+
+// Exec runs argv in a container and returns its stdout.
+func (c *Client) Exec(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
+	req := c.CS.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+	exec, err := remotecommand.NewSPDYExecutor(c.config, "POST", req.URL())
+	if err != nil {
+		return nil, fmt.Errorf("exec in %s/%s: %w", pod, container, err)
+	}
+	var stdout, stderr bytes.Buffer
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	if err != nil {
+		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
+			err = fmt.Errorf("%w (%v)", ctxErr, err)
+		}
+		return stdout.Bytes(), &ExecError{Pod: pod, Container: container, Argv: argv, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}

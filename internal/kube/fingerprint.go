@@ -1,0 +1,147 @@
+package kube
+
+import (
+	"context"
+	"regexp"
+	"strings"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// Fingerprint records the configuration a run's figures depend on, read from the cluster.
+// Keys the caller already knows (a local cluster's datapath and kube-proxy mode) are passed
+// in known and win over detection.
+func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]string) map[string]string {
+	fp := map[string]string{}
+	if v, err := c.CS.Discovery().ServerVersion(); err == nil {
+		fp["kubernetes_version"] = v.GitVersion
+	}
+	for key, node := range map[string]string{"node_a": f.Spec.Placement.NodeA, "node_b": f.Spec.Placement.NodeB} {
+		fp[key] = node
+		n, err := c.CS.CoreV1().Nodes().Get(ctx, node, metav1.GetOptions{})
+		if err != nil {
+			continue
+		}
+		info := n.Status.NodeInfo
+		fp[key+"_kernel"] = info.KernelVersion
+		fp[key+"_os"] = info.OSImage
+		fp[key+"_runtime"] = info.ContainerRuntimeVersion
+		fp[key+"_kubelet"] = info.KubeletVersion
+		fp[key+"_cpus"] = n.Status.Capacity.Cpu().String()
+	}
+	fp["runtime_handler"] = "default"
+	if f.Spec.RuntimeClass != "" {
+		fp["runtime_handler"] = f.Spec.RuntimeClass
+	}
+	cni, mode := c.detectCNI(ctx)
+	fp["cni"], fp["cni_mode"] = cni, mode
+	fp["kube_proxy_mode"] = c.detectProxyMode(ctx)
+	if p, ok := f.Pods[RoleClient]; ok {
+		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "pod", fp)
+	}
+	if p, ok := f.Pods[RoleHostClient]; ok {
+		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "host", fp)
+	}
+	for k, v := range known {
+		fp[k] = v
+	}
+	return fp
+}
+
+// interfaceFacts records the MTU and offloads of the interface a client's default route uses.
+func (c *Client) interfaceFacts(ctx context.Context, ns, pod, prefix string, fp map[string]string) {
+	out, err := c.Exec(ctx, ns, pod, ClientContainer, []string{"sh", "-c",
+		`dev=$(ip -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p'); [ -n "$dev" ] || dev=eth0; ` +
+			`echo "dev $dev"; echo "mtu $(cat /sys/class/net/$dev/mtu)"; ethtool -k $dev 2>/dev/null`})
+	if err != nil {
+		return
+	}
+	for _, line := range strings.Split(string(out), "\n") {
+		fields := strings.Fields(line)
+		switch {
+		case len(fields) == 2 && fields[0] == "dev":
+			fp[prefix+"_interface"] = fields[1]
+		case len(fields) == 2 && fields[0] == "mtu":
+			fp[prefix+"_mtu"] = fields[1]
+		case len(fields) >= 2:
+			key := strings.TrimSuffix(fields[0], ":")
+			switch key {
+			case "tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload", "tx-checksumming", "rx-checksumming":
+				fp[prefix+"_"+strings.ReplaceAll(key, "-", "_")] = fields[1]
+			}
+		}
+	}
+}
+
+// detectCNI recognises the common CNIs by their DaemonSets and reads their mode where it is
+// in a well-known ConfigMap. A cluster whose CNI runs outside pods is "unknown".
+func (c *Client) detectCNI(ctx context.Context) (string, string) {
+	ds, err := c.CS.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "unknown", ""
+	}
+	for _, d := range ds.Items {
+		name := d.Name
+		switch {
+		case strings.HasPrefix(name, "cilium") && !strings.Contains(name, "envoy"):
+			return "cilium", c.configValue(ctx, d.Namespace, "cilium-config", "routing-mode", "tunnel-protocol", "kube-proxy-replacement")
+		case strings.Contains(name, "canal"):
+			return "canal", ""
+		case strings.Contains(name, "flannel"):
+			return "flannel", c.configValue(ctx, d.Namespace, "kube-flannel-cfg", "net-conf.json")
+		case strings.HasPrefix(name, "calico-node"):
+			return "calico", ""
+		case strings.HasPrefix(name, "antrea-agent"):
+			return "antrea", ""
+		case strings.HasPrefix(name, "weave-net"), strings.HasPrefix(name, "kindnet"), strings.HasPrefix(name, "kube-router"):
+			return strings.SplitN(name, "-", 2)[0], ""
+		}
+	}
+	return "unknown", ""
+}
+
+// configValue joins selected keys of a ConfigMap as "k=v" pairs; flannel's JSON is reduced
+// to its backend type.
+func (c *Client) configValue(ctx context.Context, ns, name string, keys ...string) string {
+	cm, err := c.CS.CoreV1().ConfigMaps(ns).Get(ctx, name, metav1.GetOptions{})
+	if err != nil {
+		return ""
+	}
+	var parts []string
+	for _, k := range keys {
+		v, ok := cm.Data[k]
+		if !ok {
+			continue
+		}
+		if k == "net-conf.json" {
+			if m := regexp.MustCompile(`"Type"\s*:\s*"([^"]+)"`).FindStringSubmatch(v); m != nil {
+				v = m[1]
+			}
+			parts = append(parts, "backend="+v)
+			continue
+		}
+		parts = append(parts, k+"="+v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// detectProxyMode reads kube-proxy's ConfigMap as kubeadm writes it; an empty mode means
+// iptables. No kube-proxy at all usually means a CNI replaced it.
+func (c *Client) detectProxyMode(ctx context.Context) string {
+	cm, err := c.CS.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
+	if err != nil {
+		if _, dsErr := c.CS.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{}); dsErr != nil {
+			return "none or unknown"
+		}
+		return "unknown"
+	}
+	for _, v := range cm.Data {
+		if m := regexp.MustCompile(`(?m)^mode:\s*"?([a-z]*)"?`).FindStringSubmatch(v); m != nil {
+			if m[1] == "" {
+				return "iptables"
+			}
+			return m[1]
+		}
+	}
+	return "unknown"
+}

@@ -1,0 +1,88 @@
+package kube
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// PlacementOptions choose the two nodes a run uses.
+type PlacementOptions struct {
+	Nodes          []string // explicit node names (first is A, second B); empty: choose
+	Selector       string   // label selector the chosen nodes must match
+	TolerateTaints bool     // place on tainted nodes too (pods tolerate every taint)
+}
+
+// Placement is where clients (A) and remote servers (B) run.
+type Placement struct {
+	NodeA, NodeB string
+}
+
+// Place picks two Ready, schedulable nodes.
+func (c *Client) Place(ctx context.Context, o PlacementOptions) (Placement, error) {
+	list, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
+	if err != nil {
+		return Placement{}, fmt.Errorf("list nodes (selector %q): %w", o.Selector, err)
+	}
+	byName := map[string]corev1.Node{}
+	var usable []string
+	var refused []string
+	for _, n := range list.Items {
+		byName[n.Name] = n
+		if why := unusable(n, o.TolerateTaints); why != "" {
+			refused = append(refused, n.Name+" ("+why+")")
+			continue
+		}
+		usable = append(usable, n.Name)
+	}
+	sort.Strings(usable)
+	if len(o.Nodes) > 0 {
+		if len(o.Nodes) != 2 {
+			return Placement{}, fmt.Errorf("--nodes: expected two node names (client node, server node), got %d", len(o.Nodes))
+		}
+		for _, name := range o.Nodes {
+			n, ok := byName[name]
+			if !ok {
+				return Placement{}, fmt.Errorf("--nodes: no node %q matches selector %q", name, o.Selector)
+			}
+			if why := unusable(n, o.TolerateTaints); why != "" {
+				return Placement{}, fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
+			}
+		}
+		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1]}, nil
+	}
+	if len(usable) < 2 {
+		return Placement{}, fmt.Errorf("need two Ready, schedulable nodes, found %d usable of %d (selector %q); unusable: %s",
+			len(usable), len(list.Items), o.Selector, strings.Join(refused, ", "))
+	}
+	return Placement{NodeA: usable[0], NodeB: usable[1]}, nil
+}
+
+// unusable says why pods should not go to a node, or "" when they can.
+func unusable(n corev1.Node, tolerate bool) string {
+	ready := false
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady && c.Status == corev1.ConditionTrue {
+			ready = true
+		}
+	}
+	if !ready {
+		return "not Ready"
+	}
+	if n.Spec.Unschedulable {
+		return "cordoned"
+	}
+	if tolerate {
+		return ""
+	}
+	for _, t := range n.Spec.Taints {
+		if t.Effect == corev1.TaintEffectNoSchedule || t.Effect == corev1.TaintEffectNoExecute {
+			return "tainted " + t.Key + ":" + string(t.Effect) + "; use --tolerate-taints"
+		}
+	}
+	return ""
+}

@@ -1,0 +1,136 @@
+package report
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/cnibench/cnibench/internal/store"
+	"sigs.k8s.io/yaml"
+)
+
+// Document is the machine-readable form of a run's results.
+type Document struct {
+	Run     store.Run      `json:"run"`
+	Targets []store.Target `json:"targets"`
+	Rows    []Row          `json:"rows"`
+}
+
+// Write renders a run in format "table", "json" or "yaml".
+func Write(w io.Writer, format string, d Document) error {
+	switch format {
+	case "table":
+		return Table(w, d)
+	case "json":
+		enc := json.NewEncoder(w)
+		enc.SetIndent("", "  ")
+		return enc.Encode(jsonSafe(d))
+	case "yaml":
+		out, err := yaml.Marshal(jsonSafe(d))
+		if err != nil {
+			return fmt.Errorf("render yaml: %w", err)
+		}
+		_, err = w.Write(out)
+		return err
+	}
+	return fmt.Errorf("-o %q: expected table, json or yaml", format)
+}
+
+// jsonSafe replaces NaN and infinities, which JSON cannot carry, with zero-valued omissions.
+func jsonSafe(d Document) any {
+	data, err := json.Marshal(struct {
+		Run     store.Run      `json:"run"`
+		Targets []store.Target `json:"targets"`
+	}{d.Run, d.Targets})
+	if err != nil {
+		return d
+	}
+	var head map[string]any
+	_ = json.Unmarshal(data, &head)
+	rows := make([]map[string]any, 0, len(d.Rows))
+	for _, r := range d.Rows {
+		s := r.Summary
+		row := map[string]any{"target": r.Target, "path": r.Path, "workload": r.Workload, "metric": r.Metric, "unit": r.Unit,
+			"n": s.N, "failed": r.Failed, "outliers": len(s.Outliers)}
+		for k, v := range map[string]float64{"mean": s.Mean, "median": s.Median, "stddev": s.StdDev, "min": s.Min, "max": s.Max,
+			"ci95_low": s.CILow, "ci95_high": s.CIHigh, "trimmed_mean": s.TrimmedMean, "of_baseline": r.OfBaseline} {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) {
+				row[k] = v
+			}
+		}
+		rows = append(rows, row)
+	}
+	head["rows"] = rows
+	return head
+}
+
+// Table prints the fingerprint of each target and the headline rows.
+func Table(w io.Writer, d Document) error {
+	fmt.Fprintf(w, "\nrun %s  %s  %s  seed %d\n", d.Run.ID, d.Run.Status, d.Run.Started.Format("2006-01-02 15:04:05Z"), d.Run.Seed)
+	for _, t := range d.Targets {
+		fmt.Fprintf(w, "target %s: %s\n", t.Name, fingerprintLine(t.Fingerprint))
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tPATH\tMETRIC\tN\tMEDIAN\tMEAN\t95% CI\tTRIM20\tOUTL\txHOST\t")
+	for _, r := range d.Rows {
+		if !Headline(r) {
+			continue
+		}
+		s := r.Summary
+		n := fmt.Sprint(s.N)
+		if r.Failed > 0 {
+			n += fmt.Sprintf("(+%d failed)", r.Failed)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Target, r.Workload, r.Path, r.Metric+" ["+r.Unit+"]", n,
+			num(s.Median), num(s.Mean), ci(s.CILow, s.CIHigh), num(s.TrimmedMean), len(s.Outliers), frac(r.OfBaseline))
+	}
+	return tw.Flush()
+}
+
+// fingerprintLine shows the keys a reader compares first.
+func fingerprintLine(fp map[string]string) string {
+	var parts []string
+	for _, k := range []string{"cluster", "kubernetes_version", "cni", "kube_proxy_mode", "runtime_handler", "node_a_runtime", "node_a_kernel", "pod_mtu", "host_mtu"} {
+		if v := fp[k]; v != "" {
+			parts = append(parts, k+"="+v)
+		}
+	}
+	var rest []string
+	for k := range fp {
+		rest = append(rest, k)
+	}
+	sort.Strings(rest)
+	return strings.Join(parts, " ") + fmt.Sprintf(" (+%d more keys in -o json)", len(rest)-len(parts))
+}
+
+func num(v float64) string {
+	switch {
+	case math.IsNaN(v):
+		return "-"
+	case v == 0:
+		return "0"
+	case math.Abs(v) >= 1000:
+		return fmt.Sprintf("%.0f", v)
+	case math.Abs(v) >= 1:
+		return fmt.Sprintf("%.3g", v)
+	}
+	return fmt.Sprintf("%.3g", v)
+}
+
+func ci(lo, hi float64) string {
+	if math.IsNaN(lo) || math.IsNaN(hi) {
+		return "-"
+	}
+	return "[" + num(lo) + ", " + num(hi) + "]"
+}
+
+func frac(v float64) string {
+	if math.IsNaN(v) {
+		return ""
+	}
+	return fmt.Sprintf("%.2f", v)
+}

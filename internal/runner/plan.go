@@ -1,0 +1,70 @@
+// Package runner executes a suite: it prepares each target (the local cluster or a remote one),
+// deploys the client and server pods, and runs the samples interleaved, round by round in a
+// freshly shuffled order, so that drift of a noisy machine hits every configuration alike.
+// Every finished sample is stored at once; Ctrl-C leaves a partial run, never a half sample.
+package runner
+
+import (
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// Step is one sample of the schedule.
+type Step struct {
+	Seq      int // position in the run, from 1
+	Round    int // 0 is the warm-up round, whose samples are stored but not summarised
+	Combo    suite.Combo
+	Duration time.Duration
+}
+
+// Warmup reports whether the step's sample is discarded from summaries.
+func (s Step) Warmup() bool { return s.Round == 0 }
+
+// Schedule lays out the run: a warm-up round, then Repetitions rounds, each visiting every
+// cell of the matrix once in an order shuffled afresh from seed.
+func Schedule(s suite.Suite, seed int64) []Step {
+	cells := s.Matrix()
+	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
+	var steps []Step
+	for round := 0; round <= s.Repetitions; round++ {
+		order := rng.Perm(len(cells))
+		d := s.Duration.Duration
+		if round == 0 {
+			d = s.Warmup.Duration
+		}
+		for _, i := range order {
+			steps = append(steps, Step{Seq: len(steps) + 1, Round: round, Combo: cells[i], Duration: d})
+		}
+	}
+	return steps
+}
+
+// perSampleOverhead is the time a sample costs beyond its measured duration (tool start,
+// counters before and after, API round trips), measured on the local cluster.
+const perSampleOverhead = 1500 * time.Millisecond
+
+// Estimate is the expected wall time of a schedule, setup excluded.
+func Estimate(steps []Step) time.Duration {
+	var total time.Duration
+	for _, s := range steps {
+		total += s.Duration + perSampleOverhead
+	}
+	return total
+}
+
+// PrintPlan writes the schedule, one sample a line, and its estimated duration.
+func PrintPlan(w io.Writer, steps []Step, seed int64) {
+	fmt.Fprintf(w, "plan: %d samples, seed %d, estimated %s plus setup\n", len(steps), seed, Estimate(steps).Round(time.Second))
+	for _, s := range steps {
+		kind := "measure"
+		if s.Warmup() {
+			kind = "warm-up"
+		}
+		ew := s.Combo.Workload.Engine(s.Duration)
+		fmt.Fprintf(w, "%4d  round %d  %-7s  %-10s %-15s %-22s %s\n", s.Seq, s.Round, kind, s.Combo.Target, s.Combo.Path, ew.ID(), s.Duration)
+	}
+}

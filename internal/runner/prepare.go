@@ -1,0 +1,208 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// serverPortBase is the first port servers listen on; high, to stay clear of node daemons on
+// the host-network path.
+const serverPortBase = 25201
+
+// target is one prepared cluster of the run.
+type target struct {
+	name           string
+	client         *kube.Client
+	fixture        *kube.Fixture
+	servers        map[string]kube.Server // by workload id
+	namespace      string
+	ownNamespace   bool
+	localCluster   string // set when the target is a local cluster
+	createdCluster bool   // the run created the local cluster, so it deletes it
+	fingerprint    map[string]string
+}
+
+// servers derives one server container per distinct server command among the workloads.
+func servers(s suite.Suite) (map[string]kube.Server, []kube.Server, error) {
+	byWorkload := map[string]kube.Server{}
+	byCommand := map[string]kube.Server{}
+	var list []kube.Server
+	for _, w := range s.Workloads {
+		ew := w.Engine(s.Duration.Duration)
+		eng, err := engine.For(ew)
+		if err != nil {
+			return nil, nil, err
+		}
+		key := eng.Name() + " " + strings.Join(eng.ServerArgv(ew, 0), " ")
+		srv, ok := byCommand[key]
+		if !ok {
+			port := serverPortBase + len(list)
+			srv = kube.Server{Name: fmt.Sprintf("srv%d-%s", len(list), eng.Name()), Argv: eng.ServerArgv(ew, port), Port: port}
+			byCommand[key] = srv
+			list = append(list, srv)
+		}
+		byWorkload[ew.ID()] = srv
+	}
+	return byWorkload, list, nil
+}
+
+// roles lists the pods the suite's paths need.
+func roles(paths []string) []string {
+	need := map[string]bool{}
+	for _, p := range paths {
+		switch p {
+		case suite.SameNode:
+			need[kube.RoleClient], need[kube.RoleServerA] = true, true
+		case suite.CrossNode, suite.PodToService:
+			need[kube.RoleClient], need[kube.RoleServerB] = true, true
+		case suite.HostNetwork:
+			need[kube.RoleHostClient], need[kube.RoleHostServer] = true, true
+		case suite.Localhost:
+			need[kube.RoleLocal] = true
+		}
+	}
+	var out []string
+	for _, r := range []string{kube.RoleClient, kube.RoleServerA, kube.RoleServerB, kube.RoleHostClient, kube.RoleHostServer, kube.RoleLocal} {
+		if need[r] {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// prepare connects to (or creates) a target and deploys the run's pods into it.
+func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
+	tg := &target{name: t.Name, namespace: r.opts.Namespace, ownNamespace: r.opts.Namespace == ""}
+	if tg.ownNamespace {
+		tg.namespace = "cnibench-" + strings.ToLower(r.id)
+	}
+	// Registered before anything exists in the cluster, so a failure from here on still
+	// cleans up whatever the next steps created.
+	r.targets = append(r.targets, tg)
+	known := map[string]string{}
+	image := r.opts.Image
+	if t.Local != nil {
+		spec, created, err := r.ensureLocal(ctx, *t.Local)
+		tg.localCluster, tg.createdCluster = spec.Name, created
+		if err != nil {
+			return tg, err
+		}
+		if image == "" {
+			image = spec.Images.Tools
+		}
+		known["cni"], known["cni_mode"], known["kube_proxy_mode"] = spec.Datapath, "local "+spec.Datapath, spec.ProxyMode
+		known["cluster"] = "cnibench local " + spec.Name
+		if tg.client, err = kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), ""); err != nil {
+			return tg, err
+		}
+	} else {
+		var err error
+		if tg.client, err = kube.Connect(t.Kubeconfig, t.Context); err != nil {
+			return tg, err
+		}
+		if image == "" {
+			return tg, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", t.Name)
+		}
+		known["cluster"] = "context " + t.Context
+	}
+	if err := tg.client.Preflight(ctx, tg.namespace); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	placement, err := tg.client.Place(ctx, r.opts.Placement)
+	if err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	byWorkload, list, err := servers(r.opts.Suite)
+	if err != nil {
+		return tg, err
+	}
+	tg.servers = byWorkload
+	r.progress("target %s: deploying pods on %s and %s (namespace %s)", t.Name, placement.NodeA, placement.NodeB, tg.namespace)
+	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
+		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: r.opts.RuntimeClass,
+		Placement: placement, Servers: list, Roles: roles(r.opts.Suite.Paths), TolerateTaints: r.opts.Placement.TolerateTaints,
+	}, tg.ownNamespace)
+	if err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
+	tg.fingerprint["image"] = image
+	return tg, nil
+}
+
+// ensureLocal uses the named local cluster when it exists and matches, or creates it.
+func (r *run) ensureLocal(ctx context.Context, l suite.Local) (cluster.Spec, bool, error) {
+	spec, err := r.opts.Layout.ReadSpec(l.Cluster)
+	if err == nil {
+		if spec.Status != cluster.StatusReady {
+			return spec, false, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
+		}
+		if spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes {
+			return spec, false, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes; the suite asks for %s, %s, %d: delete it or name another cluster",
+				l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, l.Datapath, l.ProxyMode, l.Nodes)
+		}
+		r.progress("using local cluster %s", l.Cluster)
+		return spec, false, nil
+	}
+	r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes)
+	err = cluster.Create(ctx, cluster.Options{
+		Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, Wait: 3 * time.Minute,
+		Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
+	})
+	if err != nil {
+		// Create removed what it made; nothing is ours to delete.
+		return cluster.Spec{Name: l.Cluster}, false, err
+	}
+	spec, err = r.opts.Layout.ReadSpec(l.Cluster)
+	return spec, true, err
+}
+
+// teardown removes what the run created in every target, with its own deadline: it also runs
+// after Ctrl-C, when the run's context is already cancelled.
+func (r *run) teardown() error {
+	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	defer cancel()
+	var errs []error
+	for _, tg := range r.targets {
+		if tg.createdCluster && !r.opts.Keep {
+			r.progress("deleting local cluster %s (--keep keeps it)", tg.localCluster)
+			errs = append(errs, cluster.Delete(ctx, cluster.DeleteOptions{Name: tg.localCluster, Layout: r.opts.Layout}))
+			continue
+		}
+		if tg.client != nil {
+			errs = append(errs, tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// indent prefixes each line written through it, to nest a sub-step's progress.
+func indent(w io.Writer) io.Writer { return prefixWriter{w: w, prefix: "    "} }
+
+type prefixWriter struct {
+	w      io.Writer
+	prefix string
+}
+
+func (p prefixWriter) Write(b []byte) (int, error) {
+	lines := strings.SplitAfter(string(b), "\n")
+	var sb strings.Builder
+	for _, l := range lines {
+		if l != "" {
+			sb.WriteString(p.prefix + l)
+		}
+	}
+	if _, err := io.WriteString(p.w, sb.String()); err != nil {
+		return 0, err
+	}
+	return len(b), nil
+}

@@ -1,0 +1,177 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// Store is what the runner needs of the results store.
+type Store interface {
+	CreateRun(ctx context.Context, r store.Run) error
+	AddTarget(ctx context.Context, t store.Target) error
+	AddSample(ctx context.Context, s store.Sample) error
+	FinishRun(ctx context.Context, id, status string, finished time.Time, note string) error
+}
+
+// Options configure a run.
+type Options struct {
+	Suite   suite.Suite
+	Store   Store
+	Out     io.Writer // progress
+	Version string
+	// Namespace to run in; empty creates cnibench-<run> and removes it at the end.
+	Namespace    string
+	Image        string // tools image; the local cluster's own by default
+	RuntimeClass string
+	Placement    kube.PlacementOptions
+	Keep         bool // keep a local cluster the run created
+	Layout       cluster.Layout
+	Cache        binaries.Cache
+}
+
+// Result is what a run produced.
+type Result struct {
+	Run     store.Run
+	Targets []store.Target
+	Samples []store.Sample
+}
+
+type run struct {
+	opts    Options
+	id      string
+	began   time.Time
+	targets []*target
+}
+
+// maxConsecutiveFailures stops a run whose samples all fail, instead of burning its schedule.
+const maxConsecutiveFailures = 8
+
+// Run executes the suite. Samples are stored as they finish; on cancellation the run is
+// stored as partial and the cluster objects it created are removed.
+func Run(ctx context.Context, o Options) (res Result, err error) {
+	if err := o.Suite.Validate(); err != nil {
+		return res, err
+	}
+	seed := o.Suite.Seed
+	if seed == 0 {
+		seed = rand.Int64N(1<<53) + 1
+	}
+	o.Suite.Seed = seed
+	r := &run{opts: o, id: store.NewRunID(), began: time.Now()}
+	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: "running", Suite: o.Suite.YAML(), Seed: seed, Version: o.Version}
+	if err := o.Store.CreateRun(ctx, res.Run); err != nil {
+		return res, fmt.Errorf("store run: %w", err)
+	}
+	r.progress("run %s", r.id)
+	defer func() {
+		status, note := "complete", ""
+		switch {
+		case ctx.Err() != nil:
+			status, note = "partial", "interrupted"
+		case err != nil:
+			status, note = "failed", err.Error()
+		}
+		if len(res.Samples) > 0 && status == "failed" {
+			status = "partial"
+		}
+		if terr := r.teardown(); terr != nil {
+			err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
+		}
+		res.Run.Status, res.Run.Note, res.Run.Finished = status, note, time.Now().UTC()
+		// A fresh context: the run's own may be cancelled, and the status must still be written.
+		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		if ferr := o.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
+			err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
+		}
+		r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
+	}()
+	byName := map[string]*target{}
+	for _, t := range o.Suite.Targets {
+		tg, err := r.prepare(ctx, t)
+		if err != nil {
+			return res, err
+		}
+		byName[t.Name] = tg
+		st := store.Target{RunID: r.id, Name: t.Name, Fingerprint: tg.fingerprint}
+		if err := o.Store.AddTarget(ctx, st); err != nil {
+			return res, fmt.Errorf("store target %s: %w", t.Name, err)
+		}
+		res.Targets = append(res.Targets, st)
+	}
+	return res, r.loop(ctx, byName, &res)
+}
+
+// loop runs the schedule.
+func (r *run) loop(ctx context.Context, byName map[string]*target, res *Result) error {
+	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
+	failures := 0
+	for i, st := range steps {
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s := r.measure(ctx, byName[st.Combo.Target], st)
+		if ctx.Err() != nil {
+			// The sample was cut short by Ctrl-C: it is not a measurement.
+			return ctx.Err()
+		}
+		sctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		err := r.opts.Store.AddSample(sctx, s)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("store sample %d: %w", s.Seq, err)
+		}
+		res.Samples = append(res.Samples, s)
+		if s.Error != "" {
+			failures++
+		} else {
+			failures = 0
+		}
+		r.report(st, s, i+1, len(steps), Estimate(steps[i+1:]))
+		if failures >= maxConsecutiveFailures {
+			return fmt.Errorf("%d samples in a row failed; last: %s", failures, s.Error)
+		}
+	}
+	return nil
+}
+
+// report prints one progress line per sample.
+func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Duration) {
+	what := "warm-up"
+	if !st.Warmup() {
+		what = fmt.Sprintf("round %d/%d", st.Round, r.opts.Suite.Repetitions)
+	}
+	value := "FAILED: " + s.Error
+	if s.Error == "" {
+		value = headline(s)
+	}
+	fmt.Fprintf(r.opts.Out, "[%3d/%d] %-11s %-10s %-14s %-20s %-28s eta %s\n", done, total, what, s.Target, s.Path, s.Workload,
+		value, remaining.Round(time.Second))
+}
+
+// headline is the one figure a progress line shows for a sample.
+func headline(s store.Sample) string {
+	for _, name := range []string{"throughput_gbps", "connections_per_s", "latency_p50_us"} {
+		if v, ok := s.Metrics[name]; ok {
+			spec, _ := engine.Metric(name)
+			return fmt.Sprintf("%.4g %s", v, spec.Unit)
+		}
+	}
+	return ""
+}
+
+// progress prints a line with the time since the run began.
+func (r *run) progress(format string, args ...any) {
+	fmt.Fprintf(r.opts.Out, "[%6.1fs] %s\n", time.Since(r.began).Seconds(), fmt.Sprintf(format, args...))
+}

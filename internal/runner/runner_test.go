@@ -1,0 +1,131 @@
+package runner
+
+import (
+	"math"
+	"reflect"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/monitor"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+func TestScheduleInterleavesEveryRound(t *testing.T) {
+	s := suite.Default()
+	s.Repetitions = 6
+	steps := Schedule(s, 42)
+	cells := len(s.Matrix())
+	if len(steps) != cells*(s.Repetitions+1) {
+		t.Fatalf("%d steps, want %d", len(steps), cells*(s.Repetitions+1))
+	}
+	orders := map[string]bool{}
+	for round := 0; round <= s.Repetitions; round++ {
+		seen := map[string]bool{}
+		order := ""
+		for _, st := range steps[round*cells : (round+1)*cells] {
+			if st.Round != round {
+				t.Fatalf("step %d is in round %d, expected %d: rounds must not overlap", st.Seq, st.Round, round)
+			}
+			key := st.Combo.Path + " " + st.Combo.Workload.Engine(time.Second).ID()
+			if seen[key] {
+				t.Errorf("round %d visits %s twice", round, key)
+			}
+			seen[key] = true
+			order += key + ";"
+			want := s.Duration.Duration
+			if round == 0 {
+				want = s.Warmup.Duration
+			}
+			if st.Duration != want || st.Warmup() != (round == 0) {
+				t.Errorf("step %d: duration %s warm-up %v", st.Seq, st.Duration, st.Warmup())
+			}
+		}
+		if len(seen) != cells {
+			t.Errorf("round %d visits %d of %d cells", round, len(seen), cells)
+		}
+		orders[order] = true
+	}
+	// Seven shuffles of fifteen cells that all coincide would mean no shuffling at all.
+	if len(orders) < 2 {
+		t.Error("every round has the same order: the schedule is not shuffled")
+	}
+	if !reflect.DeepEqual(steps, Schedule(s, 42)) {
+		t.Error("the same seed gave a different schedule")
+	}
+	if reflect.DeepEqual(steps, Schedule(s, 43)) {
+		t.Error("a different seed gave the same schedule")
+	}
+}
+
+func TestServersShareOneContainerPerCommand(t *testing.T) {
+	s := suite.Default() // tcp-stream x2 and udp-stream share iperf3; tcp-rr is sockperf; tcp-crr the echo server
+	byWorkload, list, err := servers(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(list) != 3 {
+		t.Fatalf("%d server containers, want 3: %+v", len(list), list)
+	}
+	ports := map[int]bool{}
+	for _, srv := range list {
+		if ports[srv.Port] {
+			t.Errorf("port %d used twice", srv.Port)
+		}
+		ports[srv.Port] = true
+	}
+	tcp1 := byWorkload[s.Workloads[0].Engine(time.Second).ID()]
+	udp := byWorkload[s.Workloads[2].Engine(time.Second).ID()]
+	if tcp1.Name != udp.Name {
+		t.Errorf("tcp-stream and udp-stream use different iperf3 servers: %s, %s", tcp1.Name, udp.Name)
+	}
+}
+
+func TestRolesFollowPaths(t *testing.T) {
+	cases := map[string][]string{
+		suite.SameNode:     {kube.RoleClient, kube.RoleServerA},
+		suite.CrossNode:    {kube.RoleClient, kube.RoleServerB},
+		suite.PodToService: {kube.RoleClient, kube.RoleServerB},
+		suite.HostNetwork:  {kube.RoleHostClient, kube.RoleHostServer},
+		suite.Localhost:    {kube.RoleLocal},
+	}
+	for path, want := range cases {
+		if got := roles([]string{path}); !reflect.DeepEqual(got, want) {
+			t.Errorf("roles(%s) = %v, want %v", path, got, want)
+		}
+	}
+}
+
+// stat builds counters as `cnibench agent stat` reports them.
+func stat(boot string, busy, total, cgroup float64, at time.Time) monitor.NodeStat {
+	return monitor.NodeStat{BootID: boot, CPUs: 2, CPUBusySeconds: busy, CPUTotalSeconds: total,
+		MemTotalBytes: 8 << 30, MemAvailableBytes: 6 << 30, CgroupCPUSeconds: cgroup, CgroupMemoryBytes: 1 << 20, Time: at}
+}
+
+func TestResourcesCountEachHostOnce(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	t1 := t0.Add(4 * time.Second)
+	// Client and server on one host (the local cluster): 4 s wall, 8 CPU-s total, 6 busy.
+	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0), stat("host-1", 100, 200, 20, t0)}
+	after := []monitor.NodeStat{stat("host-1", 106, 208, 12, t1), stat("host-1", 106, 208, 23, t1)}
+	m := engine.Metrics{"throughput_gbps": 8} // 8 Gbit/s for 4 s = 4 GB
+	res := resources(before, after, m, 4*time.Second)
+	want := map[string]float64{"host_cpu_seconds": 6, "node_cpu_pct": 75, "pod_cpu_seconds": 5, "cpu_s_per_gb": 1.5, "pod_cpu_s_per_gb": 1.25}
+	for k, v := range want {
+		if math.Abs(res[k]-v) > 1e-9 {
+			t.Errorf("%s = %g, want %g", k, res[k], v)
+		}
+	}
+	// The same counters on two hosts: host CPU doubles, the busy percentage does not.
+	after2 := []monitor.NodeStat{after[0], stat("host-2", 106, 208, 23, t1)}
+	before2 := []monitor.NodeStat{before[0], stat("host-2", 100, 200, 20, t0)}
+	res = resources(before2, after2, m, 4*time.Second)
+	if res["host_cpu_seconds"] != 12 || res["node_cpu_pct"] != 75 {
+		t.Errorf("two hosts: host CPU %g, busy %g%%", res["host_cpu_seconds"], res["node_cpu_pct"])
+	}
+	rr := resources(before, after, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
+	if math.Abs(rr["cpu_s_per_1k_tx"]-1.5) > 1e-9 { // 6 CPU-s over 4000 transactions
+		t.Errorf("cpu_s_per_1k_tx = %g, want 1.5", rr["cpu_s_per_1k_tx"])
+	}
+}

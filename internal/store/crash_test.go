@@ -1,0 +1,207 @@
+package store
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// crashEnv tells the re-executed test binary to act as the crash test's writer: the value is
+// the database path.
+const crashEnv = "CNIBENCH_STORE_CRASH_DB"
+
+const crashRun = "20261121-000000-dead"
+
+// crashSample is the crash test's sample seq. Its number of metrics and resources and the
+// size of its raw output vary with seq, so that a stored sample can be checked whole.
+func crashSample(seq int) Sample {
+	s := Sample{RunID: crashRun, Seq: seq, Round: seq / 10, Warmup: seq < 10, Target: "a", Path: "pod-pod",
+		Workload: "tcp-stream/" + strconv.Itoa(seq%4+1), Started: t0().Add(time.Duration(seq) * time.Second).UTC(),
+		Duration: time.Duration(seq) * time.Millisecond,
+		Metrics:  map[string]float64{}, Resources: map[string]float64{}}
+	for i := range 40 + seq%60 {
+		s.Metrics[fmt.Sprintf("metric_%03d", i)] = float64(seq) + float64(i)/1000
+	}
+	for i := range 1 + seq%5 {
+		s.Resources[fmt.Sprintf("resource_%d", i)] = float64(seq * i)
+	}
+	s.Raw = strings.Repeat(fmt.Sprintf("sample %d;", seq), 500+seq%1500)
+	return s
+}
+
+// TestCrashChild is not a test on its own: TestCrashSafety runs the test binary with crashEnv
+// set, and this then adds samples as fast as it can, printing "committed N" after each
+// AddSample returns, until it is killed (or a minute has passed).
+func TestCrashChild(t *testing.T) {
+	path := os.Getenv(crashEnv)
+	if path == "" {
+		t.Skip("the writer process of TestCrashSafety")
+	}
+	ctx := context.Background()
+	d, err := Open(ctx, path)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	var next int
+	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM samples`).Scan(&next); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
+	deadline := time.Now().Add(time.Minute)
+	for seq := next; time.Now().Before(deadline); seq++ {
+		if err := d.AddSample(ctx, crashSample(seq)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(3)
+		}
+		fmt.Fprintf(os.Stdout, "committed %d\n", seq)
+	}
+	os.Exit(4)
+}
+
+// TestCrashSafety SIGKILLs a process that is writing samples, several times over, and checks
+// after each kill that the database is intact, every sample whose AddSample returned is
+// stored, and every stored sample is complete.
+func TestCrashSafety(t *testing.T) {
+	ctx := context.Background()
+	path := filepath.Join(t.TempDir(), "results.db")
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addRunWithTarget(t, d, crashRun)
+	if err := d.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	committed := -1
+	for kill := range 8 {
+		want := committed + 10 + rand.IntN(20)
+		committed = runAndKill(t, path, want)
+		stored := checkCrashDB(t, path, committed)
+		t.Logf("kill %d: after %d reported commits, %d samples stored", kill, committed+1, stored)
+		committed = stored - 1
+	}
+
+	// The interrupted run can still be marked partial.
+	d, err = Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	if err := d.FinishRun(ctx, crashRun, StatusPartial, time.Now(), "killed"); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// runAndKill starts the writer, lets it report the commit of sample until, waits a random
+// moment so that the kill lands anywhere in an AddSample, SIGKILLs it and returns the last
+// sample it reported.
+func runAndKill(t *testing.T, path string, until int) int {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
+	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	last := -1
+	sc := bufio.NewScanner(stdout)
+	scan := func() bool {
+		if !sc.Scan() {
+			return false
+		}
+		if n, ok := strings.CutPrefix(sc.Text(), "committed "); ok {
+			if last, err = strconv.Atoi(n); err != nil {
+				t.Fatalf("writer said %q", sc.Text())
+			}
+		}
+		return true
+	}
+	for last < until && scan() {
+	}
+	time.Sleep(time.Duration(rand.IntN(3000)) * time.Microsecond)
+	if err := cmd.Process.Kill(); err != nil { // SIGKILL
+		t.Fatal(err)
+	}
+	// The writer ran ahead of our reading: take what it reported before it died.
+	for scan() {
+	}
+	err = cmd.Wait()
+	if last < until {
+		t.Fatalf("writer stopped after sample %d (%v): %s", last, err, stderr.String())
+	}
+	if err == nil || !strings.Contains(err.Error(), "killed") {
+		t.Fatalf("writer was not killed: %v: %s", err, stderr.String())
+	}
+	return last
+}
+
+// checkCrashDB checks the database after a kill and returns how many samples it holds.
+func checkCrashDB(t *testing.T, path string, committed int) int {
+	t.Helper()
+	ctx := context.Background()
+	d, err := Open(ctx, path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	var integrity string
+	if err := d.queryRow(ctx, d.db, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
+		t.Fatalf("integrity_check: %q, %v", integrity, err)
+	}
+	rows, err := d.query(ctx, d.db, `PRAGMA foreign_key_check`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rows.Next() {
+		t.Error("foreign_key_check reports violations")
+	}
+	_ = rows.Close()
+
+	samples, err := d.Samples(ctx, crashRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The sample in flight at the kill may have committed without being reported.
+	if len(samples) != committed+1 && len(samples) != committed+2 {
+		t.Fatalf("%d samples stored, want %d reported (+1 in flight)", len(samples), committed+1)
+	}
+	for i, s := range samples {
+		want := crashSample(i)
+		if len(s.Metrics) != len(want.Metrics) || len(s.Resources) != len(want.Resources) {
+			t.Errorf("sample %d: %d metrics, %d resources; want %d, %d",
+				s.Seq, len(s.Metrics), len(s.Resources), len(want.Metrics), len(want.Resources))
+		}
+		if !reflect.DeepEqual(s, want) {
+			t.Errorf("sample %d differs from what was written", i)
+		}
+	}
+	// No value rows without their sample.
+	for _, table := range []string{"metrics", "resources"} {
+		var orphans int
+		if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM `+table+` v WHERE NOT EXISTS
+			(SELECT 1 FROM samples s WHERE s.run_id = v.run_id AND s.seq = v.seq)`).Scan(&orphans); err != nil {
+			t.Fatal(err)
+		}
+		if orphans != 0 {
+			t.Errorf("%d %s rows without a sample", orphans, table)
+		}
+	}
+	return len(samples)
+}

@@ -1,0 +1,343 @@
+package store
+
+import (
+	"context"
+	"crypto/rand"
+	"database/sql"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+// The package's PostgreSQL tests run against a real server that TestMain starts once for
+// the package (a throw-away cluster in a temporary directory, listening on 127.0.0.1 on a
+// free port and on a unix socket inside that directory only) and stops, removing the
+// directory, when the tests end. Each test gets a fresh database in it (postgresLocation).
+//
+// TestMain hands the server to the tests through the environment rather than a package
+// variable, which also lets the crash test's child processes inherit it:
+const (
+	// envTestPostgres is the URL of a database on a server where the tests may create and
+	// drop databases. Set it before "go test" to use an existing server instead of a
+	// throw-away one (e.g. postgres://postgres:pw@localhost/postgres?sslmode=disable).
+	envTestPostgres = "CNIBENCH_TEST_POSTGRES"
+	// envNoPostgres is set by TestMain when it could not start a server: "skip: why" or
+	// "fail: why".
+	envNoPostgres = "CNIBENCH_TEST_POSTGRES_UNAVAILABLE"
+)
+
+// pgSuperuser is the throw-away cluster's superuser, which the tests connect as.
+const pgSuperuser = "cnibench"
+
+func TestMain(m *testing.M) {
+	os.Exit(runTests(m))
+}
+
+// runTests starts the server unless the process is a crash-test writer (which is given its
+// database's URL) or a server was named, runs the tests and stops the server.
+func runTests(m *testing.M) int {
+	flag.Parse() // for testing.Verbose
+	if os.Getenv(crashEnv) == "" && os.Getenv(envTestPostgres) == "" {
+		srv, err := startPostgres()
+		if err != nil {
+			_ = os.Setenv(envNoPostgres, err.Error())
+			if testing.Verbose() {
+				fmt.Fprintf(os.Stderr, "PostgreSQL test server: %v\n", err)
+			}
+		} else {
+			defer srv.stop()
+			_ = os.Setenv(envTestPostgres, srv.admin)
+			if testing.Verbose() {
+				fmt.Fprintf(os.Stderr, "PostgreSQL test server %s: %s, listening on 127.0.0.1:%d, ready in %v\n",
+					srv.version, srv.dir, srv.port, srv.startup.Round(time.Millisecond))
+			}
+		}
+	}
+	return m.Run()
+}
+
+// requirePostgres returns the URL of the server's admin database, or ends the test: it
+// fails when PostgreSQL should be there (as root, as in CI) and skips otherwise.
+func requirePostgres(t *testing.T) string {
+	t.Helper()
+	if admin := os.Getenv(envTestPostgres); admin != "" {
+		return admin
+	}
+	why := os.Getenv(envNoPostgres)
+	if reason, ok := strings.CutPrefix(why, "skip: "); ok {
+		t.Skip("PostgreSQL: " + reason)
+	}
+	t.Fatal("PostgreSQL: " + strings.TrimPrefix(why, "fail: "))
+	return ""
+}
+
+// unavailable is why the server could not start; skip says the tests should skip rather
+// than fail.
+type unavailable struct {
+	skip bool
+	err  error
+}
+
+func (u unavailable) Error() string {
+	if u.skip {
+		return "skip: " + u.err.Error()
+	}
+	return "fail: " + u.err.Error()
+}
+
+// pgServer is a running throw-away PostgreSQL cluster.
+type pgServer struct {
+	dir     string // the temporary directory holding data/, sock/ and postgres.log
+	port    int
+	admin   string // URL of its postgres database as the superuser
+	version string
+	startup time.Duration
+	cmd     *exec.Cmd
+	exited  chan struct{} // closed once cmd has been waited for
+}
+
+// startPostgres creates a cluster with initdb and starts postgres on it. As root, both run
+// as the postgres system user, because they refuse to run as root.
+func startPostgres() (*pgServer, error) {
+	begin := time.Now()
+	root := os.Geteuid() == 0
+	bin, err := findPostgresBin()
+	if err != nil {
+		if root {
+			return nil, unavailable{err: fmt.Errorf("%w; run scripts/setup.sh, which installs the postgresql package", err)}
+		}
+		return nil, unavailable{skip: true, err: err}
+	}
+	var cred *syscall.Credential
+	if root {
+		u, err := user.Lookup("postgres")
+		if err != nil {
+			return nil, unavailable{err: fmt.Errorf("look up the postgres user to run the server as: %w; run scripts/setup.sh", err)}
+		}
+		uid, _ := strconv.Atoi(u.Uid)
+		gid, _ := strconv.Atoi(u.Gid)
+		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	}
+	removeStaleServerDirs()
+	dir, err := os.MkdirTemp("", "cnibench-pgtest-")
+	if err != nil {
+		return nil, unavailable{err: fmt.Errorf("create the server's directory: %w", err)}
+	}
+	srv := &pgServer{dir: dir}
+	if err := srv.start(bin, cred); err != nil {
+		srv.stop()
+		return nil, unavailable{err: err}
+	}
+	srv.startup = time.Since(begin)
+	return srv, nil
+}
+
+// findPostgresBin finds the directory of initdb and postgres: the newest
+// /usr/lib/postgresql/<version>/bin (Debian's layout, which scripts/setup.sh gives CI),
+// else the PATH.
+func findPostgresBin() (string, error) {
+	dirs, _ := filepath.Glob("/usr/lib/postgresql/*/bin")
+	version := func(dir string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(dir)))
+		return v
+	}
+	sort.Slice(dirs, func(i, j int) bool { return version(dirs[i]) > version(dirs[j]) })
+	if p, err := exec.LookPath("initdb"); err == nil {
+		dirs = append(dirs, filepath.Dir(p))
+	}
+	for _, dir := range dirs {
+		if isExecutable(filepath.Join(dir, "initdb")) && isExecutable(filepath.Join(dir, "postgres")) {
+			return dir, nil
+		}
+	}
+	return "", errors.New("PostgreSQL server binaries (initdb, postgres) not found in /usr/lib/postgresql/*/bin or PATH")
+}
+
+func isExecutable(path string) bool {
+	fi, err := os.Stat(path)
+	return err == nil && fi.Mode().IsRegular() && fi.Mode()&0o111 != 0
+}
+
+// start runs initdb and then postgres as cred's user (nil: this process's).
+func (s *pgServer) start(bin string, cred *syscall.Credential) error {
+	sock := filepath.Join(s.dir, "sock")
+	pwfile := filepath.Join(s.dir, "pwfile")
+	var pw [16]byte
+	_, _ = rand.Read(pw[:])
+	password := hex.EncodeToString(pw[:])
+	if err := os.Mkdir(sock, 0o700); err != nil {
+		return fmt.Errorf("create the socket directory: %w", err)
+	}
+	if err := os.WriteFile(pwfile, []byte(password+"\n"), 0o600); err != nil {
+		return fmt.Errorf("write the password file: %w", err)
+	}
+	if cred != nil {
+		for _, p := range []string{s.dir, sock, pwfile} {
+			if err := os.Chown(p, int(cred.Uid), int(cred.Gid)); err != nil {
+				return fmt.Errorf("hand %s to the postgres user: %w", p, err)
+			}
+		}
+	}
+	out, err := s.command(cred, filepath.Join(bin, "initdb"), "-D", filepath.Join(s.dir, "data"),
+		"-U", pgSuperuser, "--pwfile", pwfile, "-E", "UTF8", "--locale", "C",
+		// The socket is in a directory only the server's user can enter; over TCP (all the
+		// tests use), the password is needed.
+		"--auth-local", "trust", "--auth-host", "scram-sha-256", "--no-sync").CombinedOutput()
+	_ = os.Remove(pwfile)
+	if err != nil {
+		return fmt.Errorf("initdb: %w: %s", err, out)
+	}
+	if out, err := s.command(nil, filepath.Join(bin, "postgres"), "--version").Output(); err == nil {
+		s.version = strings.TrimSpace(string(out))
+	}
+
+	// The free port is found by binding it and letting it go, so another process may take
+	// it first: postgres then fails to bind, and we try another.
+	var lastErr error
+	for range 3 {
+		if s.port, lastErr = freePort(); lastErr != nil {
+			return lastErr
+		}
+		s.admin = fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", pgSuperuser, password, s.port)
+		if lastErr = s.run(bin, cred, sock); lastErr == nil {
+			return nil
+		}
+		if !strings.Contains(lastErr.Error(), "could not bind") && !strings.Contains(lastErr.Error(), "already in use") {
+			return lastErr
+		}
+	}
+	return lastErr
+}
+
+// run starts postgres and waits until it accepts connections.
+func (s *pgServer) run(bin string, cred *syscall.Credential, sock string) error {
+	logPath := filepath.Join(s.dir, "postgres.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_TRUNC, 0o644)
+	if err != nil {
+		return fmt.Errorf("create the server log: %w", err)
+	}
+	defer logFile.Close() // the child has its own descriptor
+	s.cmd = s.command(cred, filepath.Join(bin, "postgres"), "-D", filepath.Join(s.dir, "data"),
+		"-p", strconv.Itoa(s.port),
+		"-c", "listen_addresses=127.0.0.1", "-c", "unix_socket_directories="+sock,
+		// Durability is not what these tests are about, and the cluster is thrown away.
+		"-c", "fsync=off", "-c", "synchronous_commit=off", "-c", "full_page_writes=off",
+		"-c", "max_connections=200")
+	s.cmd.Stdout, s.cmd.Stderr = logFile, logFile
+	// Should this process die without stopping the server (a panic, a test timeout, ^C),
+	// the kernel tells the server to shut down at once, rather than leave it running.
+	s.cmd.SysProcAttr.Pdeathsig = syscall.SIGQUIT
+	if err := s.cmd.Start(); err != nil {
+		return fmt.Errorf("start postgres: %w", err)
+	}
+	s.exited = make(chan struct{})
+	go func(cmd *exec.Cmd, exited chan struct{}) {
+		_ = cmd.Wait()
+		close(exited)
+	}(s.cmd, s.exited)
+
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		err := ping(s.admin)
+		if err == nil {
+			return nil
+		}
+		select {
+		case <-s.exited:
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("postgres exited: %s", tail(string(log), 2000))
+		case <-time.After(50 * time.Millisecond):
+		}
+		if time.Now().After(deadline) {
+			log, _ := os.ReadFile(logPath)
+			return fmt.Errorf("postgres not ready after 30s: %v: %s", err, tail(string(log), 2000))
+		}
+	}
+}
+
+// command is name with args, run as cred's user (nil: this process's) from the server's
+// directory, which that user can enter.
+func (s *pgServer) command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = s.dir
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred}
+	return cmd
+}
+
+// stop shuts the server down, fast (rolling back open transactions), and removes its
+// directory.
+func (s *pgServer) stop() {
+	if s.cmd != nil && s.cmd.Process != nil {
+		_ = s.cmd.Process.Signal(syscall.SIGINT)
+		select {
+		case <-s.exited:
+		case <-time.After(15 * time.Second):
+			_ = s.cmd.Process.Kill()
+			<-s.exited
+		}
+	}
+	if err := os.RemoveAll(s.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "remove the PostgreSQL test server's directory: %v\n", err)
+	}
+}
+
+// removeStaleServerDirs removes the directories of servers whose test process died without
+// stopping them (the server then shuts down by itself, see Pdeathsig): those more than an
+// hour old without a running postmaster.
+func removeStaleServerDirs() {
+	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "cnibench-pgtest-*"))
+	for _, dir := range dirs {
+		fi, err := os.Stat(dir)
+		if err != nil || time.Since(fi.ModTime()) < time.Hour {
+			continue
+		}
+		if pidFile, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
+			pid, _ := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+			if pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH {
+				continue // still running
+			}
+		}
+		_ = os.RemoveAll(dir)
+	}
+}
+
+// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func freePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, fmt.Errorf("find a free port: %w", err)
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
+}
+
+// ping connects to url once.
+func ping(url string) error {
+	db, err := sql.Open("pgx", url)
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	return db.PingContext(ctx)
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return "..." + s[len(s)-n:]
+	}
+	return s
+}

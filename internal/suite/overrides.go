@@ -1,0 +1,80 @@
+package suite
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Overrides are command-line settings that replace parts of a suite.
+type Overrides struct {
+	Kubeconfig, Context string        // a remote target replacing the suite's targets
+	Datapath, ProxyMode string        // local target settings
+	LocalCluster        string        // local cluster name
+	Paths               []string      // replaces paths
+	Repetitions         int           // 0 keeps the suite's
+	Duration, Warmup    time.Duration // 0 keeps the suite's
+	Seed                int64
+}
+
+// Resolve loads the suite file (or the default suite) and applies the overrides.
+func Resolve(file string, o Overrides) (Suite, error) {
+	s := Default()
+	if file != "" {
+		var err error
+		if s, err = Load(file); err != nil {
+			return Suite{}, err
+		}
+	}
+	if o.Kubeconfig != "" || o.Context != "" {
+		name := o.Context
+		if name == "" {
+			name = "remote"
+		}
+		s.Targets = []Target{{Name: name, Kubeconfig: o.Kubeconfig, Context: o.Context}}
+	}
+	for i := range s.Targets {
+		if l := s.Targets[i].Local; l != nil {
+			if o.Datapath != "" {
+				l.Datapath = o.Datapath
+			}
+			if o.ProxyMode != "" {
+				l.ProxyMode = o.ProxyMode
+			}
+			if o.LocalCluster != "" {
+				l.Cluster = o.LocalCluster
+			}
+		}
+	}
+	if len(o.Paths) > 0 {
+		s.Paths = o.Paths
+	}
+	if o.Repetitions != 0 {
+		s.Repetitions = o.Repetitions
+	}
+	if o.Duration != 0 {
+		s.Duration = Duration{o.Duration}
+	}
+	if o.Warmup != 0 {
+		s.Warmup = Duration{o.Warmup}
+	}
+	if o.Seed != 0 {
+		s.Seed = o.Seed
+	}
+	s.fillDefaults()
+	if err := s.Validate(); err != nil {
+		return Suite{}, flagNames(err)
+	}
+	return s, nil
+}
+
+// flagNames adds the flag spelling to suite field names, since a user may have set them either way.
+func flagNames(err error) error {
+	msg := err.Error()
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths"} {
+		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
+			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
+		}
+	}
+	return fmt.Errorf("%s", msg)
+}

@@ -1,0 +1,191 @@
+// Package suite defines what a run measures: targets x paths x workloads x repetitions, read
+// from YAML or built from flags, with defaults, validation that names the offending field,
+// and expansion into the matrix the runner interleaves.
+package suite
+
+import (
+	"fmt"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"sigs.k8s.io/yaml"
+)
+
+// Paths a sample can take between client and server.
+const (
+	SameNode     = "same-node"      // pod to pod on one node
+	CrossNode    = "cross-node"     // pod to pod across nodes
+	HostNetwork  = "host-network"   // node to node, both ends in the host network: the cluster's baseline
+	PodToService = "pod-to-service" // pod to a ClusterIP Service whose endpoint is on the other node
+	Localhost    = "localhost"      // two containers of one pod over loopback: the host's ceiling
+)
+
+// AllPaths lists every path in display order.
+func AllPaths() []string { return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost} }
+
+// Suite is the whole study of one run.
+type Suite struct {
+	Targets     []Target   `json:"targets,omitempty"`
+	Paths       []string   `json:"paths"`
+	Workloads   []Workload `json:"workloads"`
+	Repetitions int        `json:"repetitions"`
+	// Duration of each measured sample, and of each warm-up sample (discarded).
+	Duration Duration `json:"duration"`
+	Warmup   Duration `json:"warmup"`
+	// Seed fixes the shuffled order of every round; 0 picks one, which is stored with the run.
+	Seed int64 `json:"seed,omitempty"`
+}
+
+// Target is one cluster to measure: the embedded local cluster (Local set) or an existing
+// cluster reached through a kubeconfig.
+type Target struct {
+	Name       string `json:"name"`
+	Kubeconfig string `json:"kubeconfig,omitempty"`
+	Context    string `json:"context,omitempty"`
+	Local      *Local `json:"local,omitempty"`
+}
+
+// Local describes an embedded local cluster target.
+type Local struct {
+	Cluster   string `json:"cluster,omitempty"` // local cluster name; default "default"
+	Datapath  string `json:"datapath,omitempty"`
+	ProxyMode string `json:"proxyMode,omitempty"`
+	Nodes     int    `json:"nodes,omitempty"`
+}
+
+// Workload is the YAML form of engine.Workload.
+type Workload struct {
+	Kind    string `json:"kind"`
+	Streams int    `json:"streams,omitempty"`
+	Size    int    `json:"size,omitempty"` // message or datagram size in bytes
+	Rate    string `json:"rate,omitempty"` // udp-stream offered rate, iperf3 -b syntax
+}
+
+// Duration is a time.Duration written as "5s" in YAML.
+type Duration struct{ time.Duration }
+
+// MarshalJSON writes the duration as a string.
+func (d Duration) MarshalJSON() ([]byte, error) { return []byte(`"` + d.String() + `"`), nil }
+
+// UnmarshalJSON reads "5s"-style durations.
+func (d *Duration) UnmarshalJSON(b []byte) error {
+	s := strings.Trim(string(b), `"`)
+	v, err := time.ParseDuration(s)
+	if err != nil {
+		return fmt.Errorf("expected a duration such as 5s, got %s", b)
+	}
+	d.Duration = v
+	return nil
+}
+
+// Default is the suite `cnibench run` runs with no arguments: the reference studies' core
+// matrix on the local cluster, sized to finish within ten minutes on a 2-core machine.
+func Default() Suite {
+	return Suite{
+		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2}}},
+		Paths:   []string{HostNetwork, SameNode, CrossNode},
+		Workloads: []Workload{
+			{Kind: engine.TCPStream, Streams: 1},
+			{Kind: engine.TCPStream, Streams: 4},
+			{Kind: engine.UDPStream, Size: 1300, Rate: "500M"},
+			{Kind: engine.TCPRR, Size: 64},
+			{Kind: engine.TCPCRR, Size: 64},
+		},
+		Repetitions: 5,
+		Duration:    Duration{4 * time.Second},
+		Warmup:      Duration{2 * time.Second},
+	}
+}
+
+// Load reads a suite file; fields it omits take the defaults, and unknown fields are errors.
+func Load(path string) (Suite, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return Suite{}, fmt.Errorf("read suite %s: %w", path, err)
+	}
+	return Parse(data)
+}
+
+// Parse reads a suite from YAML.
+func Parse(data []byte) (Suite, error) {
+	var s Suite
+	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		return Suite{}, fmt.Errorf("suite: %w", err)
+	}
+	s.fillDefaults()
+	return s, s.Validate()
+}
+
+// fillDefaults completes a partial suite from Default.
+func (s *Suite) fillDefaults() {
+	d := Default()
+	if len(s.Targets) == 0 {
+		s.Targets = d.Targets
+	}
+	if len(s.Paths) == 0 {
+		s.Paths = d.Paths
+	}
+	if len(s.Workloads) == 0 {
+		s.Workloads = d.Workloads
+	}
+	if s.Repetitions == 0 {
+		s.Repetitions = d.Repetitions
+	}
+	if s.Duration.Duration == 0 {
+		s.Duration = d.Duration
+	}
+	if s.Warmup.Duration == 0 {
+		s.Warmup = d.Warmup
+	}
+	for i := range s.Targets {
+		if t := &s.Targets[i]; t.Local != nil {
+			t.Local.fillDefaults()
+		}
+	}
+}
+
+func (l *Local) fillDefaults() {
+	if l.Cluster == "" {
+		l.Cluster = "default"
+	}
+	if l.Datapath == "" {
+		l.Datapath = "bridge"
+	}
+	if l.ProxyMode == "" {
+		l.ProxyMode = "nftables"
+	}
+	if l.Nodes == 0 {
+		l.Nodes = 2
+	}
+}
+
+// YAML renders the effective suite, stored with the run so it can be re-run exactly.
+func (s Suite) YAML() string {
+	out, err := yaml.Marshal(s)
+	if err != nil {
+		return fmt.Sprintf("# cannot render suite: %v\n", err)
+	}
+	return string(out)
+}
+
+// Combo is one cell of the matrix: what one sample measures.
+type Combo struct {
+	Target   string
+	Path     string
+	Workload Workload
+}
+
+// Matrix expands the suite into its cells, targets outermost, in the suite's order.
+func (s Suite) Matrix() []Combo {
+	var out []Combo
+	for _, t := range s.Targets {
+		for _, p := range s.Paths {
+			for _, w := range s.Workloads {
+				out = append(out, Combo{Target: t.Name, Path: p, Workload: w})
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,77 @@
+package suite
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFillsDefaultsAndRoundTrips(t *testing.T) {
+	s, err := Parse([]byte("paths: [cross-node]\nrepetitions: 3\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Targets) != 1 || s.Targets[0].Local == nil || s.Targets[0].Local.Datapath != "bridge" || s.Targets[0].Local.Nodes != 2 {
+		t.Errorf("default target not filled: %+v", s.Targets)
+	}
+	if len(s.Workloads) != 5 || s.Duration.Duration != 4*time.Second || s.Repetitions != 3 {
+		t.Errorf("defaults: %d workloads, duration %s, repetitions %d", len(s.Workloads), s.Duration, s.Repetitions)
+	}
+	again, err := Parse([]byte(s.YAML()))
+	if err != nil {
+		t.Fatalf("the stored YAML does not parse back: %v\n%s", err, s.YAML())
+	}
+	if again.YAML() != s.YAML() {
+		t.Errorf("YAML round trip changed the suite:\n%s\n---\n%s", s.YAML(), again.YAML())
+	}
+}
+
+func TestParseNamesTheBadField(t *testing.T) {
+	cases := map[string]string{
+		"bogus: 1\n":          `unknown field "bogus"`,
+		"paths: [sideways]\n": `paths[0]: "sideways" is not a path`,
+		"repetitions: 1\n":    "repetitions: expected 2-1000",
+		"duration: 1500ms\n":  "duration: expected whole seconds",
+		"duration: soon\n":    "expected a duration such as 5s",
+		"workloads: [{kind: tcp-stream, streams: 500}]":                   "workloads[0]: streams",
+		"workloads: [{kind: udp-stream, size: 1300}]":                     "workloads[0]: rate",
+		"workloads: [{kind: ping}]":                                       "workloads[0]",
+		"targets: [{name: a, kubeconfig: k, local: {}}]":                  "targets[0]: expected either local or kubeconfig",
+		"targets: [{name: a}, {name: a}]":                                 `targets[1].name: "a" is used twice`,
+		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]": "workloads[1]: tcp-rr/64B is listed twice",
+	}
+	for in, want := range cases {
+		_, err := Parse([]byte(in))
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: error %v, want it to contain %q", in, err, want)
+		}
+	}
+}
+
+func TestResolveOverrides(t *testing.T) {
+	s, err := Resolve("", Overrides{Context: "prod", Paths: []string{CrossNode}, Repetitions: 7, Duration: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.Targets) != 1 || s.Targets[0].Name != "prod" || s.Targets[0].Local != nil {
+		t.Errorf("--context should replace the local target: %+v", s.Targets)
+	}
+	if len(s.Paths) != 1 || s.Repetitions != 7 || s.Duration.Duration != 2*time.Second {
+		t.Errorf("overrides not applied: %+v", s)
+	}
+	if _, err := Resolve("", Overrides{Repetitions: 1}); err == nil || !strings.Contains(err.Error(), "--repetitions") {
+		t.Errorf("a bad flag should be named as a flag: %v", err)
+	}
+	l, err := Resolve("", Overrides{Datapath: "bridge", ProxyMode: "iptables", LocalCluster: "lab"})
+	if err != nil || l.Targets[0].Local.ProxyMode != "iptables" || l.Targets[0].Local.Cluster != "lab" {
+		t.Errorf("local overrides: %+v, %v", l.Targets[0].Local, err)
+	}
+}
+
+func TestMatrixCoversEveryCell(t *testing.T) {
+	s := Default()
+	s.Targets = append(s.Targets, Target{Name: "b", Kubeconfig: "k"})
+	if got, want := len(s.Matrix()), 2*len(s.Paths)*len(s.Workloads); got != want {
+		t.Errorf("%d cells, want %d", got, want)
+	}
+}

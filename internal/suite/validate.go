@@ -1,0 +1,82 @@
+package suite
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/engine"
+)
+
+// Validate checks the whole suite; every error names its field and the expected value.
+func (s Suite) Validate() error {
+	var errs []error
+	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if len(s.Targets) == 0 {
+		add("targets: expected at least one target")
+	}
+	names := map[string]bool{}
+	for i, t := range s.Targets {
+		switch {
+		case t.Name == "":
+			add("targets[%d].name: expected a name", i)
+		case names[t.Name]:
+			add("targets[%d].name: %q is used twice", i, t.Name)
+		}
+		names[t.Name] = true
+		if t.Local != nil && (t.Kubeconfig != "" || t.Context != "") {
+			add("targets[%d]: expected either local or kubeconfig/context, not both", i)
+		}
+		if t.Local != nil && (t.Local.Nodes < 2) {
+			add("targets[%d].local.nodes: expected at least 2 (cross-node paths need two nodes), got %d", i, t.Local.Nodes)
+		}
+	}
+	known := map[string]bool{}
+	for _, p := range AllPaths() {
+		known[p] = true
+	}
+	if len(s.Paths) == 0 {
+		add("paths: expected at least one of %s", strings.Join(AllPaths(), ", "))
+	}
+	for i, p := range s.Paths {
+		if !known[p] {
+			add("paths[%d]: %q is not a path; expected one of %s", i, p, strings.Join(AllPaths(), ", "))
+		}
+	}
+	if len(s.Workloads) == 0 {
+		add("workloads: expected at least one workload")
+	}
+	ids := map[string]bool{}
+	for i, w := range s.Workloads {
+		// The duration is the suite's, checked once below, not once per workload.
+		ew := w.Engine(time.Second)
+		if err := ew.Validate(); err != nil {
+			add("workloads[%d]: %v", i, err)
+			continue
+		}
+		if ids[ew.ID()] {
+			add("workloads[%d]: %s is listed twice", i, ew.ID())
+		}
+		ids[ew.ID()] = true
+	}
+	if s.Repetitions < 2 || s.Repetitions > 1000 {
+		add("repetitions: expected 2-1000 (a confidence interval needs at least 2), got %d", s.Repetitions)
+	}
+	if s.Duration.Duration < time.Second || s.Duration.Duration%time.Second != 0 {
+		add("duration: expected whole seconds, at least 1s, got %s", s.Duration)
+	}
+	if s.Warmup.Duration < time.Second || s.Warmup.Duration%time.Second != 0 {
+		add("warmup: expected whole seconds, at least 1s, got %s", s.Warmup)
+	}
+	return errors.Join(errs...)
+}
+
+// Engine converts a suite workload to the engine's form for a sample of duration d.
+func (w Workload) Engine(d time.Duration) engine.Workload {
+	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Duration: d}
+	if ew.Kind == engine.TCPStream && ew.Streams == 0 {
+		ew.Streams = 1
+	}
+	return ew
+}
