@@ -34,7 +34,7 @@ func storeFlags(cmd *cobra.Command, location *string, persistent bool) {
 	if persistent {
 		f = cmd.PersistentFlags()
 	}
-	f.StringVar(location, "store", "", "results store: a file, a directory or a sqlite:// URL (default $"+
+	f.StringVar(location, "store", "", "results store: a file, a directory, or a sqlite:// or postgres:// URL (default $"+
 		store.EnvStore+", else ~/.local/share/cnibench/results.db)")
 	f.StringVar(location, "results", "", "same as --store")
 	_ = f.MarkHidden("results") // the flag was just defined, so this cannot fail

@@ -4,6 +4,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 
@@ -61,6 +62,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if res.Run.ID != "" {
 		fmt.Fprintf(o.Runner.Out, "results: run %s (%s) in %s\n", res.Run.ID, res.Run.Status, location)
+	}
+	if errors.Is(err, context.Canceled) {
+		return fmt.Errorf("interrupted: run %s is stored as partial with %d samples", res.Run.ID, len(res.Samples))
 	}
 	return err
 }

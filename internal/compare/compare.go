@@ -16,6 +16,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -310,13 +311,23 @@ func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.Compar
 	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Metric: k.metric, NA: len(xa), NB: len(xb),
 		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
 		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, Verdict: VerdictNA}
-	spec, known := export.LookupMetric(k.metric)
+	spec, known := report.MetricSpec(k.metric)
 	if known {
 		r.Unit = spec.Unit
 		r.Direction = "lower"
 		if spec.HigherIsBetter {
 			r.Direction = "higher"
 		}
+	}
+	// The common reasons stats.Compare refuses are checked here first, to explain them in
+	// terms of the sides rather than of its arguments.
+	switch {
+	case len(xa) < 2 || len(xb) < 2:
+		r.Note = fmt.Sprintf("needs at least 2 samples per side, has %d and %d", len(xa), len(xb))
+		return r
+	case r.MeanA == 0:
+		r.Note = "mean of A is 0: no ratio"
+		return r
 	}
 	// The direction only turns the outcome into a verdict, so a metric of unknown direction
 	// still gets its ratio, interval and p-value.

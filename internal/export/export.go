@@ -97,8 +97,11 @@ func OpenExisting(ctx context.Context, location string) (*store.DB, error) {
 // store.Open does; ok is false for locations of other backends, which are left to store.Open.
 func sqliteFile(location string) (path string, ok bool) {
 	if scheme, rest, found := strings.Cut(location, "://"); found {
-		switch scheme {
+		switch strings.ToLower(scheme) {
 		case "sqlite", "sqlite3", "file":
+			if rest == "" {
+				return "", false // store.Open explains what is wrong
+			}
 			location = rest
 		default:
 			return "", false

@@ -228,16 +228,3 @@ func TestWriteUnknownFormat(t *testing.T) {
 		t.Errorf("Write(xml): err = %v", err)
 	}
 }
-
-func TestLookupMetric(t *testing.T) {
-	for name, higher := range map[string]bool{"throughput_gbps": true, "transactions_per_s": true,
-		"latency_p99_us": false, "cpu_s_per_gb": false, "cpu_s_per_1k_tx": false, "node_cpu_pct": false} {
-		spec, ok := LookupMetric(name)
-		if !ok || spec.HigherIsBetter != higher || spec.Unit == "" {
-			t.Errorf("LookupMetric(%s) = %+v, %v", name, spec, ok)
-		}
-	}
-	if _, ok := LookupMetric("custom_thing"); ok {
-		t.Error("LookupMetric(custom_thing) is known")
-	}
-}

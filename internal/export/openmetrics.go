@@ -51,6 +51,11 @@ func baseUnits() map[string]string {
 // Every point carries a timestamp, because backfilling needs one and a run describes the
 // past rather than the moment of the export.
 func WriteOpenMetrics(w io.Writer, b Bundle) error {
+	// Checked before anything is written, so that a refused run writes nothing at all.
+	families, err := gaugeFamilies(b.Samples)
+	if err != nil {
+		return err
+	}
 	bw := bufio.NewWriter(w)
 	om := omWriter{w: bw}
 	om.header(MetricPrefix+"run", "info", "", "A cnibench run: one invocation of the benchmark.")
@@ -63,20 +68,16 @@ func WriteOpenMetrics(w io.Writer, b Bundle) error {
 		}
 	}
 
-	families, err := gaugeFamilies(b.Samples)
-	if err != nil {
-		return err
-	}
 	summaries := summariesByMetric(b.Samples)
 	for _, f := range families {
-		spec, known := LookupMetric(f.metric)
+		spec, known := report.MetricSpec(f.metric)
 		om.header(f.name, "gauge", f.unit, helpText(f.metric, spec, known, ""))
 		for _, s := range f.samples {
 			om.point(f.name, []label{{"run", b.Run.ID}, {"target", s.Target}, {"path", s.Path}, {"workload", s.Workload},
 				{"round", strconv.Itoa(s.Round)}, {"seq", strconv.Itoa(s.Seq)}}, f.value(s), s.Started)
 		}
-		for _, stat := range summaryStats() {
-			name := f.name + "_" + stat
+		for i, name := range summaryNames(f.name) {
+			stat := summaryStats()[i]
 			om.header(name, "gauge", "", helpText(f.metric, spec, known, stat))
 			for _, c := range summaries[f.metric] {
 				v := c.stat(stat)
@@ -148,7 +149,30 @@ func gaugeFamilies(samples []store.Sample) ([]family, error) {
 		out = append(out, *f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].name < out[j].name })
+	// A stored name such as "run" or "x_mean" would produce a family name that another
+	// family already uses, which readers reject as a whole.
+	taken := map[string]string{}
+	for _, name := range []string{"run", "run_info", "target", "target_info"} {
+		taken[MetricPrefix+name] = "cnibench's own info families"
+	}
+	for _, f := range out {
+		for _, name := range append([]string{f.name}, summaryNames(f.name)...) {
+			if other, dup := taken[name]; dup {
+				return nil, fmt.Errorf("write openmetrics: metric %q needs the name %s, already used by %s", f.metric, name, other)
+			}
+			taken[name] = fmt.Sprintf("metric %q", f.metric)
+		}
+	}
 	return out, nil
+}
+
+// summaryNames are the names of a raw family's summary families.
+func summaryNames(family string) []string {
+	var names []string
+	for _, stat := range summaryStats() {
+		names = append(names, family+"_"+stat)
+	}
+	return names
 }
 
 // unitOf returns the base unit a family name ends in, or "".

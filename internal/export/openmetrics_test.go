@@ -218,6 +218,17 @@ func TestOpenMetricsNameClash(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "cnibench_a_b") {
 		t.Errorf("clashing names: err = %v", err)
 	}
+	for _, names := range [][]string{{"run"}, {"x", "x_mean"}, {"target_info"}} {
+		m := map[string]float64{}
+		for _, n := range names {
+			m[n] = 1
+		}
+		b.Samples[0].Metrics = m
+		var buf bytes.Buffer
+		if err := WriteOpenMetrics(&buf, b); err == nil || !strings.Contains(err.Error(), "already used") || buf.Len() != 0 {
+			t.Errorf("metrics %v: err = %v, %d bytes written", names, err, buf.Len())
+		}
+	}
 }
 
 func TestTimestamp(t *testing.T) {

@@ -162,7 +162,7 @@ func anchor(s string) string {
 
 // better describes the direction of improvement of a metric.
 func better(metric string) string {
-	spec, ok := metricSpec(metric)
+	spec, ok := MetricSpec(metric)
 	switch {
 	case !ok:
 		return ""
@@ -198,7 +198,7 @@ func (s section) cells() map[[3]string]reportRow {
 
 // metricChart is the chart of one metric of a workload: a bar per target and path.
 func (m model) metricChart(s section, metric string, colours pathColours) htmlChart {
-	spec, _ := metricSpec(metric)
+	spec, _ := MetricSpec(metric)
 	c := barChart{Title: s.workload + ": " + metric, Unit: "mean " + metric, Colours: colours}
 	if spec.Unit != "" {
 		c.Unit += " (" + spec.Unit + ")"
@@ -285,7 +285,8 @@ pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px
 table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; font-variant-numeric: tabular-nums; }
 th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: var(--soft); font-weight: 600; }
-table.figures td:nth-child(n+5) { text-align: right; white-space: nowrap; }
+table.figures td, table.figures th { white-space: nowrap; }
+table.figures td:nth-child(n+5) { text-align: right; }
 table.figures tr.first td { border-top: 2px solid #8c959f; }
 tr.differs th, tr.differs td { background: #fff8c5; }
 .scroll { overflow-x: auto; }

@@ -186,7 +186,7 @@ func (s section) headlineMetrics() []string {
 // left out.
 func directions(metrics []string) (higher, lower []string) {
 	for _, name := range metrics {
-		spec, ok := metricSpec(name)
+		spec, ok := MetricSpec(name)
 		switch {
 		case !ok:
 		case spec.HigherIsBetter:
@@ -200,7 +200,7 @@ func directions(metrics []string) (higher, lower []string) {
 
 // arrow marks a metric's better direction: ↑ higher is better, ↓ lower is better.
 func arrow(metric string) string {
-	spec, ok := metricSpec(metric)
+	spec, ok := MetricSpec(metric)
 	switch {
 	case !ok:
 		return ""

@@ -56,7 +56,7 @@ func Summarize(samples []store.Sample) []Row {
 	var rows []Row
 	for k, xs := range values {
 		unit := ""
-		if spec, ok := metricSpec(k.metric); ok {
+		if spec, ok := MetricSpec(k.metric); ok {
 			unit = spec.Unit
 		}
 		rows = append(rows, Row{Target: k.target, Path: k.path, Workload: k.workload, Metric: k.metric, Unit: unit,
@@ -79,8 +79,9 @@ func Summarize(samples []store.Sample) []Row {
 	return rows
 }
 
-// metricSpec describes engine metrics and the runner's resource figures alike.
-func metricSpec(name string) (engine.MetricSpec, bool) {
+// MetricSpec describes engine metrics and the runner's resource figures alike; the cost
+// figures are all lower-is-better.
+func MetricSpec(name string) (engine.MetricSpec, bool) {
 	if spec, ok := engine.Metric(name); ok {
 		return spec, true
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strings"
 	"text/tabwriter"
 
@@ -99,24 +98,16 @@ func fingerprintLine(fp map[string]string) string {
 			parts = append(parts, k+"="+v)
 		}
 	}
-	var rest []string
-	for k := range fp {
-		rest = append(rest, k)
-	}
-	sort.Strings(rest)
-	return strings.Join(parts, " ") + fmt.Sprintf(" (+%d more keys in -o json)", len(rest)-len(parts))
+	return strings.Join(parts, " ") + fmt.Sprintf(" (+%d more keys in -o json)", len(fp)-len(parts))
 }
 
+// num prints a figure with three significant digits, or whole when it is large.
 func num(v float64) string {
 	switch {
 	case math.IsNaN(v):
 		return "-"
-	case v == 0:
-		return "0"
 	case math.Abs(v) >= 1000:
 		return fmt.Sprintf("%.0f", v)
-	case math.Abs(v) >= 1:
-		return fmt.Sprintf("%.3g", v)
 	}
 	return fmt.Sprintf("%.3g", v)
 }

@@ -24,18 +24,17 @@ func countRows(t *testing.T, d *DB, runID string, seq int) map[string]int {
 	return n
 }
 
-func TestAddSampleAtomic(t *testing.T) {
+func TestAddSampleAtomic(t *testing.T) { forEachBackend(t, testAddSampleAtomic) }
+
+func testAddSampleAtomic(t *testing.T, b backend) {
 	ctx := context.Background()
-	d := openTest(t)
+	d := openTest(t, b)
 	addRunWithTarget(t, d, "r")
 
 	// A failure half-way: the database itself refuses the last resource row, after the
 	// sample row, all metric rows and the first resource row were inserted in the
 	// transaction.
-	if _, err := d.exec(ctx, d.db, `CREATE TRIGGER fail_zzz BEFORE INSERT ON resources
-		WHEN NEW.name = 'zzz' BEGIN SELECT RAISE(ABORT, 'refused by test trigger'); END`); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, d, b.failTrigger)
 	bad := Sample{RunID: "r", Seq: 1, Target: "a", Path: "p", Workload: "w", Started: t0(), Duration: time.Second,
 		Metrics:   map[string]float64{"m1": 1, "m2": 2, "m3": 3},
 		Resources: map[string]float64{"aaa": 1, "zzz": 2}, Raw: "raw"}
@@ -49,9 +48,7 @@ func TestAddSampleAtomic(t *testing.T) {
 	}
 
 	// The same sample goes in once the cause is gone, so nothing stale blocks it.
-	if _, err := d.exec(ctx, d.db, `DROP TRIGGER fail_zzz`); err != nil {
-		t.Fatal(err)
-	}
+	execAll(t, d, b.dropTrigger)
 	if err := d.AddSample(ctx, bad); err != nil {
 		t.Fatal(err)
 	}
@@ -83,8 +80,10 @@ func TestAddSampleAtomic(t *testing.T) {
 	}
 }
 
-func TestAddSampleCancelled(t *testing.T) {
-	d := openTest(t)
+func TestAddSampleCancelled(t *testing.T) { forEachBackend(t, testAddSampleCancelled) }
+
+func testAddSampleCancelled(t *testing.T, b backend) {
+	d := openTest(t, b)
 	addRunWithTarget(t, d, "r")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()

@@ -8,7 +8,6 @@ import (
 	"math/rand/v2"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
@@ -17,7 +16,7 @@ import (
 )
 
 // crashEnv tells the re-executed test binary to act as the crash test's writer: the value is
-// the database path.
+// the store's location.
 const crashEnv = "CNIBENCH_STORE_CRASH_DB"
 
 const crashRun = "20261121-000000-dead"
@@ -43,12 +42,12 @@ func crashSample(seq int) Sample {
 // set, and this then adds samples as fast as it can, printing "committed N" after each
 // AddSample returns, until it is killed (or a minute has passed).
 func TestCrashChild(t *testing.T) {
-	path := os.Getenv(crashEnv)
-	if path == "" {
+	loc := os.Getenv(crashEnv)
+	if loc == "" {
 		t.Skip("the writer process of TestCrashSafety")
 	}
 	ctx := context.Background()
-	d, err := Open(ctx, path)
+	d, err := Open(ctx, loc)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
@@ -72,10 +71,12 @@ func TestCrashChild(t *testing.T) {
 // TestCrashSafety SIGKILLs a process that is writing samples, several times over, and checks
 // after each kill that the database is intact, every sample whose AddSample returned is
 // stored, and every stored sample is complete.
-func TestCrashSafety(t *testing.T) {
+func TestCrashSafety(t *testing.T) { forEachBackend(t, testCrashSafety) }
+
+func testCrashSafety(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	d, err := Open(ctx, path)
+	loc := b.location(t)
+	d, err := Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,14 +88,14 @@ func TestCrashSafety(t *testing.T) {
 	committed := -1
 	for kill := range 8 {
 		want := committed + 10 + rand.IntN(20)
-		committed = runAndKill(t, path, want)
-		stored := checkCrashDB(t, path, committed)
+		committed = runAndKill(t, b.writerLocation(loc), want)
+		stored := checkCrashDB(t, b, loc, committed)
 		t.Logf("kill %d: after %d reported commits, %d samples stored", kill, committed+1, stored)
 		committed = stored - 1
 	}
 
 	// The interrupted run can still be marked partial.
-	d, err = Open(ctx, path)
+	d, err = Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,10 +108,10 @@ func TestCrashSafety(t *testing.T) {
 // runAndKill starts the writer, lets it report the commit of sample until, waits a random
 // moment so that the kill lands anywhere in an AddSample, SIGKILLs it and returns the last
 // sample it reported.
-func runAndKill(t *testing.T, path string, until int) int {
+func runAndKill(t *testing.T, loc string, until int) int {
 	t.Helper()
 	cmd := exec.Command(os.Args[0], "-test.run=^TestCrashChild$", "-test.count=1")
-	cmd.Env = append(os.Environ(), crashEnv+"="+path)
+	cmd.Env = append(os.Environ(), crashEnv+"="+loc)
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	stdout, err := cmd.StdoutPipe()
@@ -152,27 +153,16 @@ func runAndKill(t *testing.T, path string, until int) int {
 	return last
 }
 
-// checkCrashDB checks the database after a kill and returns how many samples it holds.
-func checkCrashDB(t *testing.T, path string, committed int) int {
+// checkCrashDB checks the store at loc after a kill and returns how many samples it holds.
+func checkCrashDB(t *testing.T, b backend, loc string, committed int) int {
 	t.Helper()
 	ctx := context.Background()
-	d, err := Open(ctx, path)
+	d, err := Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	var integrity string
-	if err := d.queryRow(ctx, d.db, `PRAGMA integrity_check`).Scan(&integrity); err != nil || integrity != "ok" {
-		t.Fatalf("integrity_check: %q, %v", integrity, err)
-	}
-	rows, err := d.query(ctx, d.db, `PRAGMA foreign_key_check`)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if rows.Next() {
-		t.Error("foreign_key_check reports violations")
-	}
-	_ = rows.Close()
+	b.afterKill(t, d)
 
 	samples, err := d.Samples(ctx, crashRun)
 	if err != nil {

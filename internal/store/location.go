@@ -28,11 +28,11 @@ const passwordMask = "xxxxx"
 // pgx accepts: the userinfo ends at an "@" that comes before any "/", and its password is
 // what follows its first ":". When in doubt it masks too much rather than too little.
 //
-// "NEVER print a password" is the point, so every doubtful case masks: an "@" left over
+// Never printing a password is the point, so every doubtful case masks: an "@" left over
 // after the userinfo may end a password that an unencoded "/" cut loose from it
 // (postgres://user:pass/word@host, which pgx reads as host "user", port "pass", database
-// "word@host"), and an unencoded "&" in a password query value would leave its tail looking
-// like another parameter.
+// "word@host") or that held an unencoded "@" itself (user:p@ss@host), and an unencoded "&"
+// in a password query value would leave its tail looking like another parameter.
 func redactLocation(location string) string {
 	scheme, p, ok := strings.Cut(location, "://")
 	if !ok || !isScheme(scheme) {
@@ -49,11 +49,9 @@ func redactLocation(location string) string {
 		b.WriteByte('@')
 		p = p[i+1:]
 	}
-	// A stranded password: mask from the first ":" to the last "@".
+	// Whatever is left before the last "@" may be (the rest of) a password.
 	if at := strings.LastIndexByte(p, '@'); at >= 0 {
-		if colon := strings.IndexByte(p[:at], ':'); colon >= 0 {
-			p = p[:colon+1] + passwordMask + p[at:]
-		}
+		p = passwordMask + p[at:]
 	}
 	path, query, hasQuery := strings.Cut(p, "?")
 	b.WriteString(path)

@@ -2,39 +2,42 @@ package store
 
 import (
 	"context"
-	"database/sql"
-	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// openWith opens a store at path with only the given migration steps applied.
-func openWith(t *testing.T, path string, steps []migration) *DB {
-	t.Helper()
-	ctx := context.Background()
-	db, err := sql.Open("sqlite", sqliteDSN(path))
-	if err != nil {
-		t.Fatal(err)
-	}
-	d := &DB{db: db, dialect: sqliteDialect(), location: path}
-	if err := d.migrate(ctx, steps); err != nil {
-		t.Fatal(err)
-	}
-	return d
-}
-
 func TestMigrationsNumbered(t *testing.T) {
-	for i, m := range migrations() {
+	sqlite, postgres := migrations(sqliteDialect()), migrations(postgresDialect())
+	if len(sqlite) != len(postgres) {
+		t.Fatalf("%d SQLite migrations, %d PostgreSQL ones", len(sqlite), len(postgres))
+	}
+	for i, m := range sqlite {
 		if m.version != i+1 || m.name == "" || len(m.stmts) == 0 {
 			t.Errorf("migration at %d: version %d, name %q, %d statements", i, m.version, m.name, len(m.stmts))
+		}
+		if pg := postgres[i]; pg.version != m.version || pg.name != m.name || len(pg.stmts) != len(m.stmts) {
+			t.Errorf("migration %d differs between the backends beyond types: %q (%d statements), %q (%d)",
+				m.version, m.name, len(m.stmts), pg.name, len(pg.stmts))
 		}
 	}
 }
 
-func TestMigrateOldDatabase(t *testing.T) {
+// stepsOf are the migrations of the backend whose store is at location.
+func stepsOf(t *testing.T, location string) []migration {
+	t.Helper()
+	if strings.HasPrefix(location, "postgres") {
+		return migrations(postgresDialect())
+	}
+	return migrations(sqliteDialect())
+}
+
+func TestMigrateOldDatabase(t *testing.T) { forEachBackend(t, testMigrateOldDatabase) }
+
+func testMigrateOldDatabase(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	old := openWith(t, path, migrations()[:1])
+	loc := b.location(t)
+	steps := stepsOf(t, loc)
+	old := openWith(t, loc, steps[:1])
 	if v, err := old.schemaVersion(ctx, old.db); err != nil || v != 1 {
 		t.Fatalf("old database: version %d, %v", v, err)
 	}
@@ -48,16 +51,16 @@ func TestMigrateOldDatabase(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	d, err := Open(ctx, path)
+	d, err := Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if v, err := d.schemaVersion(ctx, d.db); err != nil || v != len(migrations()) {
-		t.Fatalf("upgraded database: version %d, %v; want %d", v, err, len(migrations()))
+	if v, err := d.schemaVersion(ctx, d.db); err != nil || v != len(steps) {
+		t.Fatalf("upgraded database: version %d, %v; want %d", v, err, len(steps))
 	}
 	var applied int
-	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM schema_migrations WHERE applied <> ''`).Scan(&applied); err != nil || applied != len(migrations()) {
+	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM schema_migrations WHERE applied <> ''`).Scan(&applied); err != nil || applied != len(steps) {
 		t.Errorf("schema_migrations rows: %d, %v", applied, err)
 	}
 	// Migration 2's view shows the old data.
@@ -82,36 +85,46 @@ func TestMigrateOldDatabase(t *testing.T) {
 		t.Errorf("sample_values = %q, want %q", got, want)
 	}
 	// Opening again is a no-op.
-	if err := d.migrate(ctx, migrations()); err != nil {
+	if err := d.migrate(ctx, steps); err != nil {
 		t.Fatal(err)
+	}
+	if samples, err := d.Samples(ctx, "r"); err != nil || len(samples) != 1 || samples[0].Metrics["throughput_bps"] != 5e9 {
+		t.Errorf("old sample after the upgrade: %+v, %v", samples, err)
 	}
 }
 
-func TestMigrateNewerDatabase(t *testing.T) {
+func TestMigrateNewerDatabase(t *testing.T) { forEachBackend(t, testMigrateNewerDatabase) }
+
+func testMigrateNewerDatabase(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	d := openWith(t, path, migrations())
+	loc := b.location(t)
+	steps := stepsOf(t, loc)
+	d := openWith(t, loc, steps)
 	if _, err := d.exec(ctx, d.db, `INSERT INTO schema_migrations (version, applied) VALUES (?, ?)`,
-		len(migrations())+5, formatTime(t0())); err != nil {
+		len(steps)+5, formatTime(t0())); err != nil {
 		t.Fatal(err)
 	}
+	shown := d.Location()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	_, err := Open(ctx, path)
-	if err == nil || !strings.Contains(err.Error(), "newer than") || !strings.Contains(err.Error(), path) {
+	_, err := Open(ctx, loc)
+	if err == nil || !strings.Contains(err.Error(), "newer than") || !strings.Contains(err.Error(), shown) {
 		t.Fatalf("Open(newer schema): err = %v", err)
 	}
+	checkNoPassword(t, loc, err.Error())
 	t.Log(err)
 }
 
-func TestMigrateConcurrentOpens(t *testing.T) {
+func TestMigrateConcurrentOpens(t *testing.T) { forEachBackend(t, testMigrateConcurrentOpens) }
+
+func testMigrateConcurrentOpens(t *testing.T, b backend) {
 	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	errs := make(chan error, 4)
+	loc := b.location(t)
+	errs := make(chan error, 8)
 	for range cap(errs) {
 		go func() {
-			d, err := Open(ctx, path)
+			d, err := Open(ctx, loc)
 			if err == nil {
 				err = d.Close()
 			}
@@ -123,20 +136,33 @@ func TestMigrateConcurrentOpens(t *testing.T) {
 			t.Error(err)
 		}
 	}
-}
-
-func TestMigrationFailureRollsBack(t *testing.T) {
-	ctx := context.Background()
-	path := filepath.Join(t.TempDir(), "results.db")
-	broken := append(migrations()[:1:1], migration{version: 2, name: "broken", stmts: []string{
-		`CREATE TABLE half (x TEXT)`,
-		`CREATE TABLE half (x TEXT)`,
-	}})
-	db, err := sql.Open("sqlite", sqliteDSN(path))
+	d, err := connect(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := &DB{db: db, dialect: sqliteDialect(), location: path}
+	defer d.Close()
+	var n, v int
+	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*), MAX(version) FROM schema_migrations`).Scan(&n, &v); err != nil {
+		t.Fatal(err)
+	}
+	if want := len(stepsOf(t, loc)); n != want || v != want {
+		t.Errorf("schema_migrations: %d rows, version %d; want each step once", n, v)
+	}
+}
+
+func TestMigrationFailureRollsBack(t *testing.T) { forEachBackend(t, testMigrationFailureRollsBack) }
+
+func testMigrationFailureRollsBack(t *testing.T, b backend) {
+	ctx := context.Background()
+	loc := b.location(t)
+	broken := append(stepsOf(t, loc)[:1:1], migration{version: 2, name: "broken", stmts: []string{
+		`CREATE TABLE half (x TEXT)`,
+		`CREATE TABLE half (x TEXT)`,
+	}})
+	d, err := connect(ctx, loc)
+	if err != nil {
+		t.Fatal(err)
+	}
 	defer d.Close()
 	if err := d.migrate(ctx, broken); err == nil || !strings.Contains(err.Error(), "apply migration 2 (broken)") {
 		t.Fatalf("broken migration: err = %v", err)
@@ -145,7 +171,13 @@ func TestMigrationFailureRollsBack(t *testing.T) {
 		t.Errorf("after broken migration: version %d, %v; want 1", v, err)
 	}
 	var n int
-	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM sqlite_master WHERE name = 'half'`).Scan(&n); err != nil || n != 0 {
+	if err := d.queryRow(ctx, d.db, b.tableCount, "half").Scan(&n); err != nil || n != 0 {
 		t.Errorf("table of the broken migration: %d, %v; want rolled back", n, err)
+	}
+	if err := d.queryRow(ctx, d.db, b.tableCount, "sample_values").Scan(&n); err != nil || n != 0 {
+		t.Errorf("view of migration 2: %d, %v; want none", n, err)
+	}
+	if err := d.queryRow(ctx, d.db, b.tableCount, "samples").Scan(&n); err != nil || n != 1 {
+		t.Errorf("table of migration 1: %d, %v; want it", n, err)
 	}
 }

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"context"
 	"crypto/rand"
 	"database/sql"
@@ -8,9 +9,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
+	"os/signal"
 	"os/user"
 	"path/filepath"
 	"sort"
@@ -24,7 +27,9 @@ import (
 // The package's PostgreSQL tests run against a real server that TestMain starts once for
 // the package (a throw-away cluster in a temporary directory, listening on 127.0.0.1 on a
 // free port and on a unix socket inside that directory only) and stops, removing the
-// directory, when the tests end. Each test gets a fresh database in it (postgresLocation).
+// directory, when the tests end; should the test process die first (a panic, a timeout,
+// SIGKILL), a janitor process does that instead (startJanitor). Each test gets a fresh
+// database in it (postgresLocation).
 //
 // TestMain hands the server to the tests through the environment rather than a package
 // variable, which also lets the crash test's child processes inherit it:
@@ -36,6 +41,9 @@ const (
 	// envNoPostgres is set by TestMain when it could not start a server: "skip: why" or
 	// "fail: why".
 	envNoPostgres = "CNIBENCH_TEST_POSTGRES_UNAVAILABLE"
+	// envJanitor makes the test binary the janitor of the server in this directory (see
+	// startJanitor).
+	envJanitor = "CNIBENCH_TEST_POSTGRES_JANITOR"
 )
 
 // pgSuperuser is the throw-away cluster's superuser, which the tests connect as.
@@ -48,6 +56,10 @@ func TestMain(m *testing.M) {
 // runTests starts the server unless the process is a crash-test writer (which is given its
 // database's URL) or a server was named, runs the tests and stops the server.
 func runTests(m *testing.M) int {
+	if spec := os.Getenv(envJanitor); spec != "" {
+		janitor(spec)
+		return 0
+	}
 	flag.Parse() // for testing.Verbose
 	if os.Getenv(crashEnv) == "" && os.Getenv(envTestPostgres) == "" {
 		srv, err := startPostgres()
@@ -60,8 +72,8 @@ func runTests(m *testing.M) int {
 			defer srv.stop()
 			_ = os.Setenv(envTestPostgres, srv.admin)
 			if testing.Verbose() {
-				fmt.Fprintf(os.Stderr, "PostgreSQL test server %s: %s, listening on 127.0.0.1:%d, ready in %v\n",
-					srv.version, srv.dir, srv.port, srv.startup.Round(time.Millisecond))
+				fmt.Fprintf(os.Stderr, "PostgreSQL test server %s: %s, listening on 127.0.0.1:%d, ready in %v (initdb %v)\n",
+					srv.version, srv.dir, srv.port, srv.startup.Round(time.Millisecond), srv.initdb.Round(time.Millisecond))
 			}
 		}
 	}
@@ -103,9 +115,12 @@ type pgServer struct {
 	port    int
 	admin   string // URL of its postgres database as the superuser
 	version string
-	startup time.Duration
+	initdb  time.Duration // how long initdb took
+	startup time.Duration // how long startPostgres took in all
 	cmd     *exec.Cmd
-	exited  chan struct{} // closed once cmd has been waited for
+	exited  chan struct{}  // closed once cmd has been waited for
+	janitor *exec.Cmd      // see startJanitor
+	alive   io.WriteCloser // the janitor's stdin
 }
 
 // startPostgres creates a cluster with initdb and starts postgres on it. As root, both run
@@ -130,12 +145,15 @@ func startPostgres() (*pgServer, error) {
 		gid, _ := strconv.Atoi(u.Gid)
 		cred = &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
 	}
-	removeStaleServerDirs()
 	dir, err := os.MkdirTemp("", "cnibench-pgtest-")
 	if err != nil {
 		return nil, unavailable{err: fmt.Errorf("create the server's directory: %w", err)}
 	}
 	srv := &pgServer{dir: dir}
+	if err := srv.startJanitor(); err != nil {
+		srv.stop()
+		return nil, unavailable{err: err}
+	}
 	if err := srv.start(bin, cred); err != nil {
 		srv.stop()
 		return nil, unavailable{err: err}
@@ -190,11 +208,13 @@ func (s *pgServer) start(bin string, cred *syscall.Credential) error {
 			}
 		}
 	}
+	begin := time.Now()
 	out, err := s.command(cred, filepath.Join(bin, "initdb"), "-D", filepath.Join(s.dir, "data"),
 		"-U", pgSuperuser, "--pwfile", pwfile, "-E", "UTF8", "--locale", "C",
 		// The socket is in a directory only the server's user can enter; over TCP (all the
 		// tests use), the password is needed.
 		"--auth-local", "trust", "--auth-host", "scram-sha-256", "--no-sync").CombinedOutput()
+	s.initdb = time.Since(begin)
 	_ = os.Remove(pwfile)
 	if err != nil {
 		return fmt.Errorf("initdb: %w: %s", err, out)
@@ -276,6 +296,78 @@ func (s *pgServer) command(cred *syscall.Credential, name string, args ...string
 	return cmd
 }
 
+// startJanitor starts a process that cleans up after this one if it dies without calling
+// stop (a panic, a test timeout, SIGKILL): the test binary again, which waits for the end of
+// its stdin, a pipe from this process that the kernel closes however this process ends, and
+// then stops the server if it still runs and removes its directory. It has its own process
+// group, so that ^C in a terminal, which signals the foreground group, does not end it first.
+func (s *pgServer) startJanitor() error {
+	s.janitor = exec.Command(os.Args[0], "-test.run=^$")
+	s.janitor.Env = append(os.Environ(), envJanitor+"="+s.dir)
+	s.janitor.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	var err error
+	if s.alive, err = s.janitor.StdinPipe(); err != nil {
+		return fmt.Errorf("start the janitor: %w", err)
+	}
+	// Its stdout and stderr are /dev/null: had it this process's, "go test" would wait for
+	// the janitor before reporting.
+	if err := s.janitor.Start(); err != nil {
+		return fmt.Errorf("start the janitor: %w", err)
+	}
+	return nil
+}
+
+// janitor is the janitor process's work for the server in dir (see startJanitor).
+func janitor(dir string) {
+	signal.Ignore(syscall.SIGINT, syscall.SIGTERM, syscall.SIGHUP)
+	_, _ = io.Copy(io.Discard, os.Stdin) // until the test process closes it or is gone
+	if pid := postmaster(dir); pid > 0 && running(pid) {
+		// Immediate shutdown: the cluster is thrown away.
+		_ = syscall.Kill(pid, syscall.SIGQUIT)
+		for deadline := time.Now().Add(30 * time.Second); running(pid) && time.Now().Before(deadline); {
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	_ = os.RemoveAll(dir)
+}
+
+// postmaster is the pid of the server running in dir, or 0. postgres writes its pid file when
+// it starts and removes it when it shuts down; the command line is checked too, so that a
+// pid file left by a killed server never makes the janitor signal another process that got
+// its pid since.
+func postmaster(dir string) int {
+	data := filepath.Join(dir, "data")
+	pidFile, err := os.ReadFile(filepath.Join(data, "postmaster.pid"))
+	if err != nil {
+		return 0
+	}
+	pid, err := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
+	if err != nil || pid <= 0 {
+		return 0
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil || !bytes.Contains(cmdline, []byte(data)) {
+		return 0
+	}
+	return pid
+}
+
+// running tells whether process pid exists and is not a zombie: an orphaned postmaster
+// that has exited stays a zombie where nothing reaps orphans (a container whose first
+// process is not an init), and signalling a zombie succeeds.
+func running(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true // no /proc: trust the signal
+	}
+	// "pid (comm) state ...": comm may hold spaces and parentheses, so look after the last ")".
+	_, rest, ok := strings.Cut(string(stat[bytes.LastIndexByte(stat, ')')+1:]), " ")
+	return !ok || !strings.HasPrefix(rest, "Z")
+}
+
 // stop shuts the server down, fast (rolling back open transactions), and removes its
 // directory.
 func (s *pgServer) stop() {
@@ -291,25 +383,9 @@ func (s *pgServer) stop() {
 	if err := os.RemoveAll(s.dir); err != nil {
 		fmt.Fprintf(os.Stderr, "remove the PostgreSQL test server's directory: %v\n", err)
 	}
-}
-
-// removeStaleServerDirs removes the directories of servers whose test process died without
-// stopping them (the server then shuts down by itself, see Pdeathsig): those more than an
-// hour old without a running postmaster.
-func removeStaleServerDirs() {
-	dirs, _ := filepath.Glob(filepath.Join(os.TempDir(), "cnibench-pgtest-*"))
-	for _, dir := range dirs {
-		fi, err := os.Stat(dir)
-		if err != nil || time.Since(fi.ModTime()) < time.Hour {
-			continue
-		}
-		if pidFile, err := os.ReadFile(filepath.Join(dir, "data", "postmaster.pid")); err == nil {
-			pid, _ := strconv.Atoi(strings.SplitN(string(pidFile), "\n", 2)[0])
-			if pid > 0 && syscall.Kill(pid, 0) != syscall.ESRCH {
-				continue // still running
-			}
-		}
-		_ = os.RemoveAll(dir)
+	if s.janitor != nil {
+		_ = s.alive.Close() // nothing left for it to do
+		_ = s.janitor.Wait()
 	}
 }
 

@@ -59,7 +59,13 @@ func (d *DB) insertValues(ctx context.Context, tx *sql.Tx, table string, s Sampl
 	}
 	defer stmt.Close()
 	for _, name := range sortedKeys(values) {
-		if _, err := stmt.ExecContext(ctx, s.RunID, s.Seq, name, values[name]); err != nil {
+		v := values[name]
+		if v == 0 {
+			// -0 becomes 0: SQLite stores a REAL without a fraction as an integer, which
+			// loses the sign, and PostgreSQL would keep it, so the backends would differ.
+			v = 0
+		}
+		if _, err := stmt.ExecContext(ctx, s.RunID, s.Seq, name, v); err != nil {
 			return fmt.Errorf("insert %s %q: %w", table, name, err)
 		}
 	}

@@ -64,7 +64,7 @@ func migrations(dl dialect) []migration {
 					workload    TEXT NOT NULL,
 					started     TEXT NOT NULL,
 					duration_ns BIGINT NOT NULL,
-					raw         `+dl.rawType+` NOT NULL,
+					raw         ` + dl.rawType + ` NOT NULL,
 					error       TEXT NOT NULL,
 					PRIMARY KEY (run_id, seq),
 					FOREIGN KEY (run_id, target) REFERENCES targets (run_id, name) ON DELETE CASCADE

@@ -83,10 +83,10 @@ type Sample struct {
 	Workload  string // workload id, e.g. "tcp-stream/4"
 	Started   time.Time
 	Duration  time.Duration
-	Metrics   map[string]float64 // nil when none; values must be finite
+	Metrics   map[string]float64 // nil when none; values must be finite (-0 is stored as 0)
 	Resources map[string]float64 // e.g. node_cpu_pct, cpu_seconds, cpu_s_per_gb; nil when none
-	Raw       string             // the tool's raw output, e.g. iperf3 JSON
-	Error     string             // set when the sample failed (Metrics then empty)
+	Raw       string             // the tool's raw output, e.g. iperf3 JSON; any bytes, kept as they are
+	Error     string             // set when the sample failed (Metrics then empty); NUL and invalid UTF-8 become U+FFFD
 }
 
 // NewRunID returns a new run id made of the current UTC time and 16 random bits,
@@ -161,7 +161,7 @@ func connect(ctx context.Context, location string) (*DB, error) {
 	if !hasScheme || !isScheme(scheme) {
 		return connectSQLite(ctx, location)
 	}
-	switch strings.ToLower(scheme) {
+	switch scheme {
 	case "postgres", "postgresql":
 		return connectPostgres(ctx, location)
 	case "sqlite", "sqlite3", "file":

@@ -12,41 +12,15 @@ import (
 	"time"
 )
 
-// openTest opens a new store in a temporary directory and closes it when the test ends.
-func openTest(t *testing.T) *DB {
-	t.Helper()
-	d, err := Open(context.Background(), filepath.Join(t.TempDir(), "results.db"))
+func TestRoundTrip(t *testing.T) { forEachBackend(t, testRoundTrip) }
+
+func testRoundTrip(t *testing.T, b backend) {
+	ctx := context.Background()
+	loc := b.location(t)
+	d, err := Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { _ = d.Close() })
-	return d
-}
-
-// t0 is a fixed time with nanoseconds and a non-UTC zone, to check both survive.
-func t0() time.Time {
-	return time.Date(2026, 11, 21, 12, 34, 56, 123456789, time.FixedZone("CET", 3600))
-}
-
-func testRun(id string, started time.Time) Run {
-	return Run{ID: id, Started: started, Status: StatusRunning, Suite: "suite: x\n", Seed: -42, Version: "v0.1.0"}
-}
-
-// addRunWithTarget creates a run with one target named "a".
-func addRunWithTarget(t *testing.T, d *DB, id string) {
-	t.Helper()
-	ctx := context.Background()
-	if err := d.CreateRun(ctx, testRun(id, t0())); err != nil {
-		t.Fatal(err)
-	}
-	if err := d.AddTarget(ctx, Target{RunID: id, Name: "a"}); err != nil {
-		t.Fatal(err)
-	}
-}
-
-func TestRoundTrip(t *testing.T) {
-	ctx := context.Background()
-	d := openTest(t)
 	run := testRun("20261121-123456-ab12", t0())
 	if err := d.CreateRun(ctx, run); err != nil {
 		t.Fatal(err)
@@ -81,11 +55,10 @@ func TestRoundTrip(t *testing.T) {
 	}
 
 	// Read back through a fresh handle.
-	loc := d.Location()
 	if err := d.Close(); err != nil {
 		t.Fatal(err)
 	}
-	d, err := Open(ctx, loc)
+	d, err = Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,9 +104,11 @@ func TestRoundTrip(t *testing.T) {
 	}
 }
 
-func TestRunsNewestFirstAndDelete(t *testing.T) {
+func TestRunsNewestFirstAndDelete(t *testing.T) { forEachBackend(t, testRunsNewestFirstAndDelete) }
+
+func testRunsNewestFirstAndDelete(t *testing.T, b backend) {
 	ctx := context.Background()
-	d := openTest(t)
+	d := openTest(t, b)
 	starts := map[string]time.Time{"b-middle": t0(), "a-oldest": t0().Add(-time.Hour), "c-newest": t0().Add(time.Hour)}
 	for _, id := range []string{"b-middle", "a-oldest", "c-newest"} {
 		addRunWithTarget(t, d, id)
@@ -193,10 +168,13 @@ func idColumn(table string) string {
 	return "run_id"
 }
 
-func TestRunPrefix(t *testing.T) {
+func TestRunPrefix(t *testing.T) { forEachBackend(t, testRunPrefix) }
+
+func testRunPrefix(t *testing.T, b backend) {
 	ctx := context.Background()
-	d := openTest(t)
-	for _, id := range []string{"20261121-120000-aaaa", "20261121-120000-aabb", "20261122-080000-0001", "2026"} {
+	d := openTest(t, b)
+	for _, id := range []string{"20261121-120000-aaaa", "20261121-120000-aabb", "20261122-080000-0001", "2026",
+		"é-20261123", "x%y_z"} {
 		if err := d.CreateRun(ctx, testRun(id, t0())); err != nil {
 			t.Fatal(err)
 		}
@@ -212,8 +190,18 @@ func TestRunPrefix(t *testing.T) {
 		{in: "20261121-120000-aa", err: ErrAmbiguous},
 		{in: "20261121", err: ErrAmbiguous},
 		{in: "20261121-120000-AAAA", err: ErrNotFound}, // ids are case-sensitive
+		{in: "20261121-120000-AAB", err: ErrNotFound},  // prefixes too
 		{in: "2026112_", err: ErrNotFound},             // no LIKE wildcards
-		{in: "x", err: ErrNotFound},
+		{in: "2026112%", err: ErrNotFound},
+		{in: "x%y", want: "x%y_z"},
+		{in: "x", want: "x%y_z"},
+		{in: "é", want: "é-20261123"}, // a length in characters, not bytes
+		{in: "é-2026112", want: "é-20261123"},
+		{in: "É", err: ErrNotFound},
+		{in: "e", err: ErrNotFound},
+		{in: "\xc3", err: ErrNotFound}, // half of "é"
+		{in: "2026\x00", err: ErrNotFound},
+		{in: "y", err: ErrNotFound},
 		{in: "", err: ErrNotFound},
 	} {
 		r, err := d.Run(ctx, tc.in)
@@ -230,14 +218,16 @@ func TestRunPrefix(t *testing.T) {
 	if err := d.DeleteRun(ctx, "20261121"); !errors.Is(err, ErrAmbiguous) {
 		t.Errorf("DeleteRun(ambiguous): err = %v", err)
 	}
-	if runs, _ := d.Runs(ctx); len(runs) != 4 {
-		t.Errorf("%d runs after refused deletes, want 4", len(runs))
+	if runs, _ := d.Runs(ctx); len(runs) != 6 {
+		t.Errorf("%d runs after refused deletes, want 6", len(runs))
 	}
 }
 
-func TestValidation(t *testing.T) {
+func TestValidation(t *testing.T) { forEachBackend(t, testValidation) }
+
+func testValidation(t *testing.T, b backend) {
 	ctx := context.Background()
-	d := openTest(t)
+	d := openTest(t, b)
 	addRunWithTarget(t, d, "r")
 	for name, err := range map[string]error{
 		"run without id":           d.CreateRun(ctx, Run{Started: t0()}),
@@ -339,8 +329,9 @@ func TestOpenLocations(t *testing.T) {
 			t.Errorf("Open(%q): %v", tc.in, err)
 		}
 	}
-	if _, err := Open(ctx, "postgres://localhost/x"); err == nil || !strings.Contains(err.Error(), "unsupported scheme") {
-		t.Errorf("Open(postgres://): err = %v", err)
+	if _, err := Open(ctx, "mysql://me:s3cret@localhost/x?password=s3cret"); err == nil ||
+		!strings.Contains(err.Error(), "unsupported scheme") || strings.Contains(err.Error(), "s3cret") {
+		t.Errorf("Open(mysql://): err = %v", err)
 	}
 	notDB := filepath.Join(dir, "not.db")
 	if err := os.WriteFile(notDB, []byte(strings.Repeat("not a database\n", 100)), 0o644); err != nil {
@@ -353,7 +344,7 @@ func TestOpenLocations(t *testing.T) {
 
 func TestSettings(t *testing.T) {
 	ctx := context.Background()
-	d := openTest(t)
+	d := openTest(t, sqliteBackend())
 	// Every pooled connection must have the settings, not just the first.
 	conns := make([]interface{ Close() error }, 0, 3)
 	for range 3 {
@@ -382,8 +373,53 @@ func TestRebind(t *testing.T) {
 	if got := sqliteDialect().rebind(q); got != q {
 		t.Errorf("sqlite rebind = %q", got)
 	}
-	pg := dialect{name: "postgres", numbered: true}
+	pg := postgresDialect()
 	if got, want := pg.rebind(q), `SELECT a FROM t WHERE b = $1 AND c IN ($2, $3)`; got != want {
 		t.Errorf("numbered rebind = %q, want %q", got, want)
+	}
+}
+
+// TestOrdering checks that both backends sort text by code point, as SQLite's BINARY
+// collation does, whatever the database's collation (see postgresLocation).
+func TestOrdering(t *testing.T) { forEachBackend(t, testOrdering) }
+
+func testOrdering(t *testing.T, b backend) {
+	ctx := context.Background()
+	d := openTest(t, b)
+	for _, id := range []string{"run-a", "run-B", "run-_", "run-é", "run-Z"} {
+		if err := d.CreateRun(ctx, testRun(id, t0())); err != nil { // all started at once
+			t.Fatal(err)
+		}
+	}
+	for _, name := range []string{"a", "B", "_x", "é", "Z", "b"} {
+		if err := d.AddTarget(ctx, Target{RunID: "run-a", Name: name}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	runs, err := d.Runs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, r := range runs {
+		ids = append(ids, r.ID)
+	}
+	if got, want := strings.Join(ids, " "), "run-é run-a run-_ run-Z run-B"; got != want {
+		t.Errorf("Runs: %s; want %s", got, want)
+	}
+	targets, err := d.Targets(ctx, "run-a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, tg := range targets {
+		names = append(names, tg.Name)
+	}
+	if got, want := strings.Join(names, " "), "B Z _x a b é"; got != want {
+		t.Errorf("Targets: %s; want %s", got, want)
+	}
+	// The ids an ambiguous prefix matches are named in the same order.
+	if _, err := d.Run(ctx, "run-"); err == nil || !strings.Contains(err.Error(), "matches run-B, run-Z, ...") {
+		t.Errorf("Run(ambiguous): err = %v", err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -121,6 +122,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 		if err != nil || len(pods.Items) > 0 {
 			t.Errorf("pods of a run survived: %d, %v", len(pods.Items), err)
 		}
+	})
+	t.Run("Ctrl-C keeps finished samples and marks the run partial", func(t *testing.T) {
+		interruptRun(ctx, t, suiteFile, results, w)
 	})
 	t.Run("preflight: unreachable API server and missing RBAC", func(t *testing.T) {
 		preflightErrors(ctx, t, dir)
@@ -303,5 +307,53 @@ current-context: c
 	out, err = cli(ctx, "run", "--kubeconfig", nobody, "--image", "x", "--results", dir)
 	if err == nil || !strings.Contains(out, "missing RBAC permissions") || !strings.Contains(out, "create pods/exec") {
 		t.Errorf("user without RBAC: err=%v\n%s", err, out)
+	}
+}
+
+// interruptRun sends SIGINT to a run after a few samples and checks what it leaves.
+func interruptRun(ctx context.Context, t *testing.T, suiteFile, results string, w *workload) {
+	s := startCLI(t, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results)
+	if !s.waitLine(t, "[  4/75]", 5*time.Minute) {
+		t.Fatalf("run ended early:\n%s", s.output())
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.wait(t, 3*time.Minute); err == nil {
+		t.Fatalf("an interrupted run exited 0:\n%s", s.output())
+	}
+	if !strings.Contains(s.output(), "interrupted: run ") || !strings.Contains(s.output(), "stored as partial") {
+		t.Errorf("no clear interruption message:\n%s", s.output())
+	}
+	db, err := store.Open(ctx, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs(ctx)
+	if err != nil || len(runs) == 0 {
+		t.Fatalf("runs: %v, %v", runs, err)
+	}
+	last := runs[0] // newest first
+	samples, err := db.Samples(ctx, last.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if last.Status != "partial" || len(samples) < 4 || len(samples) >= 75 {
+		t.Errorf("interrupted run %s: status %q with %d samples", last.ID, last.Status, len(samples))
+	}
+	for _, smp := range samples {
+		if smp.Error != "" || len(smp.Metrics) == 0 {
+			t.Errorf("stored sample %d of the interrupted run is incomplete: %q", smp.Seq, smp.Error)
+		}
+	}
+	nss, err := w.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ns := range nss.Items {
+		if strings.HasPrefix(ns.Name, "cnibench-") {
+			t.Errorf("namespace %s survived the interrupted run", ns.Name)
+		}
 	}
 }

@@ -193,6 +193,10 @@ func (c Cache) runRecipe(ctx context.Context, log io.Writer, comp Component, scr
 		return buildK8sWrapper(ctx, log, comp, scratch, out)
 	case moduleCopy:
 		return buildModuleCopy(ctx, log, comp, scratch, out)
+	case ciliumBuild:
+		return buildCilium(ctx, log, comp, scratch, out)
+	case flannelBuild:
+		return buildFlannel(ctx, log, comp, scratch, out)
 	}
 	return fmt.Errorf("unknown build kind %s", comp.kind)
 }

@@ -80,7 +80,10 @@ type Datapath interface {
 // there is no package-level mutable state.
 func registry() map[string]Datapath {
 	return map[string]Datapath{
-		"bridge": Bridge{},
+		"bridge":        Bridge{},
+		"cilium-vxlan":  Cilium{},
+		"cilium-native": Cilium{Native: true},
+		"flannel-vxlan": Flannel{Backend: FlannelVXLAN}, "flannel-host-gw": Flannel{Backend: FlannelHostGW},
 	}
 }
 

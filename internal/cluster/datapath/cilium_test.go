@@ -1,0 +1,175 @@
+package datapath
+
+import (
+	"archive/tar"
+	"compress/gzip"
+	"encoding/json"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+func testCiliumCluster(t *testing.T) Cluster {
+	t.Helper()
+	state := t.TempDir()
+	_, cidr, _ := net.ParseCIDR("10.250.128.0/17")
+	_, pod1, _ := net.ParseCIDR("10.250.129.0/24")
+	return Cluster{
+		Name: "t", ClusterCIDR: cidr, StateDir: state,
+		Kubeconfig: filepath.Join(state, "admin.kubeconfig"),
+		Bin:        func(n string) string { return "/cache/bin/" + n },
+		Nodes: []Node{{Name: "node1", Netns: "cnb-t-node1", Uplink: "eth0", IP: net.IPv4(10, 250, 0, 11), PodCIDR: pod1,
+			CNIConfDir: filepath.Join(state, "nodes", "node1", "cni", "net.d")}},
+	}
+}
+
+func TestCiliumRegistered(t *testing.T) {
+	for name, native := range map[string]bool{"cilium-vxlan": false, "cilium-native": true} {
+		d, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := d.(Cilium)
+		if !ok || c.Native != native || c.Name() != name {
+			t.Errorf("%s: %#v", name, d)
+		}
+		if _, ok := d.(WithDaemons); !ok {
+			t.Errorf("%s runs no daemons", name)
+		}
+		if _, ok := d.(WithFingerprint); !ok {
+			t.Errorf("%s has no fingerprint", name)
+		}
+		if _, ok := d.(WithBinaries); !ok {
+			t.Errorf("%s declares no binaries", name)
+		}
+	}
+	if got := (Cilium{Native: true}).Fingerprint()["cni_mode"]; got != "native" {
+		t.Errorf("native fingerprint mode %q", got)
+	}
+	fp := Cilium{}.Fingerprint()
+	if fp["cni"] != "cilium" || fp["cni_version"] != "1.19.4" || fp["cni_mode"] != "tunnel vxlan" {
+		t.Errorf("fingerprint %v", fp)
+	}
+}
+
+// TestCiliumAgentArgv checks the flags that keep the agent off the host and select the mode,
+// and that every path the agent writes is below the cluster's state directory.
+func TestCiliumAgentArgv(t *testing.T) {
+	c := testCiliumCluster(t)
+	n := c.Nodes[0]
+	for _, native := range []bool{false, true} {
+		argv := Cilium{Native: native}.agentArgv(c, n, ciliumNodePaths(c, n))
+		if argv[0] != "/cache/bin/cilium-agent" {
+			t.Errorf("binary %s", argv[0])
+		}
+		for _, want := range []string{"--kube-proxy-replacement=false", "--bpf-lb-sock=false", "--ipam=kubernetes",
+			"--enable-gops=false", "--devices=eth0", "--k8s-kubeconfig-path=" + c.Kubeconfig} {
+			if !slices.Contains(argv, want) {
+				t.Errorf("native=%v: missing %s in %v", native, want, argv)
+			}
+		}
+		for _, a := range argv[1:] {
+			flag, val, ok := strings.Cut(a, "=")
+			if !ok || !strings.HasPrefix(val, "/") || flag == "--k8s-kubeconfig-path" {
+				continue
+			}
+			if !strings.HasPrefix(val, c.StateDir+"/") {
+				t.Errorf("%s points outside the cluster state: %s", flag, val)
+			}
+		}
+		mode := []string{"--routing-mode=tunnel", "--tunnel-protocol=vxlan"}
+		if native {
+			mode = []string{"--routing-mode=native", "--ipv4-native-routing-cidr=10.250.128.0/17", "--auto-direct-node-routes=true"}
+		}
+		for _, want := range mode {
+			if !slices.Contains(argv, want) {
+				t.Errorf("native=%v: missing %s", native, want)
+			}
+		}
+	}
+}
+
+// TestCiliumSetup runs Setup against a fake source archive and checks the CNI config.
+func TestCiliumSetup(t *testing.T) {
+	for _, tool := range []string{"clang", "llc"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("no %s here", tool)
+		}
+	}
+	c := testCiliumCluster(t)
+	bin := t.TempDir()
+	c.Bin = func(n string) string { return filepath.Join(bin, n) }
+	writeTarGz(t, filepath.Join(bin, binaries.CiliumBPFArchive), "bpf_lxc.c", "int x;")
+	if err := (Cilium{}).Setup(t.Context(), c); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(c.StateDir, "cilium", "lib", "bpf", "bpf_lxc.c")); err != nil {
+		t.Errorf("sources not unpacked: %v", err)
+	}
+	data, err := os.ReadFile(filepath.Join(c.Nodes[0].CNIConfDir, "05-cilium.conflist"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var conf struct {
+		Plugins []map[string]any `json:"plugins"`
+	}
+	if err := json.Unmarshal(data, &conf); err != nil {
+		t.Fatal(err)
+	}
+	p := ciliumNodePaths(c, c.Nodes[0])
+	if len(conf.Plugins) != 1 || conf.Plugins[0]["type"] != "cilium-cni" || conf.Plugins[0]["log-file"] != p.cniLog {
+		t.Errorf("conflist %s", data)
+	}
+	if !strings.HasPrefix(p.socket, c.StateDir+"/") || len(p.socket) > 100 {
+		t.Errorf("socket %s must be under the state and short enough for sun_path", p.socket)
+	}
+}
+
+func writeTarGz(t *testing.T, path, name, body string) {
+	t.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	zw := gzip.NewWriter(f)
+	tw := tar.NewWriter(zw)
+	if err := tw.WriteHeader(&tar.Header{Name: name, Mode: 0o644, Size: int64(len(body)), Typeflag: tar.TypeReg}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tw.Write([]byte(body)); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []interface{ Close() error }{tw, zw, f} {
+		if err := c.Close(); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// TestLinkRuntimeRunDirRefusesHostRun points the node runtime's pid file at this test process,
+// whose /run is the host's: the link must be refused rather than created on the host.
+func TestLinkRuntimeRunDirRefusesHostRun(t *testing.T) {
+	c := testCiliumCluster(t)
+	n := c.Nodes[0]
+	if err := os.MkdirAll(filepath.Join(c.StateDir, "run"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	pidFile := filepath.Join(c.StateDir, "run", n.Name+"-containerd.pid")
+	if err := os.WriteFile(pidFile, []byte(strconv.Itoa(os.Getpid())), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	err := linkRuntimeRunDir(c, n, filepath.Join(c.StateDir, "cilium", "node1", "run"))
+	if err == nil || !strings.Contains(err.Error(), "no private /run") {
+		t.Fatalf("err = %v", err)
+	}
+	if _, err := os.Lstat("/run/cilium"); err == nil {
+		t.Log("/run/cilium exists on this host (not created by this test)")
+	}
+}

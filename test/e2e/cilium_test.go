@@ -1,0 +1,260 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// ciliumSysctls are the machine-wide settings cilium-agent writes when it owns a host. Run per
+// node namespace, it must leave every one of them as it was (hostsnap checks the network ones
+// that cnibench itself could touch; these are cilium's).
+func ciliumSysctls() []string {
+	return []string{
+		"kernel/unprivileged_bpf_disabled", "kernel/timer_migration",
+		"net/core/bpf_jit_enable", "net/core/default_qdisc", "net/core/fb_tunnels_only_for_init_net",
+		"net/ipv4/fib_multipath_use_neigh", "net/ipv4/tcp_congestion_control",
+		"net/ipv4/tcp_slow_start_after_idle", "net/ipv4/conf/all/rp_filter", "net/ipv6/conf/all/disable_ipv6",
+	}
+}
+
+func readSysctls(t *testing.T) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	for _, s := range ciliumSysctls() {
+		b, err := os.ReadFile("/proc/sys/" + s)
+		if err != nil {
+			out[s] = "unreadable: " + err.Error()
+			continue
+		}
+		out[s] = strings.TrimSpace(string(b))
+	}
+	return out
+}
+
+// TestCiliumDatapaths creates a cluster with each Cilium datapath, proves that Cilium really
+// carries the pods (endpoints, agent health, the mode's devices and routes), runs the common
+// workload, enforces a NetworkPolicy, deletes, and compares the host with before.
+func TestCiliumDatapaths(t *testing.T) {
+	comp, err := binaries.Lookup(binaries.Cilium)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := binaries.Default().Check(comp); err != nil {
+		t.Fatalf("cilium is not built: %v", err)
+	}
+	for _, tc := range []struct{ datapath, name string }{
+		{"cilium-vxlan", "cnbcivxlan"},
+		{"cilium-native", "cnbcinative"},
+	} {
+		t.Run(tc.datapath, func(t *testing.T) { testCilium(t, tc.datapath, tc.name) })
+	}
+}
+
+func testCilium(t *testing.T, dp, name string) {
+	before := snapshot(t)
+	sysBefore := readSysctls(t)
+	pathsBefore := ciliumHostPaths()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	defer forceDelete(name)
+
+	start := time.Now()
+	out, err := cli(ctx, "cluster", "create", "--name", name, "--datapath", dp, "--wait", "6m")
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	spec := readSpec(t, name)
+	stateDir := cluster.DefaultLayout().Dir(name)
+
+	t.Run("agents healthy", func(t *testing.T) {
+		for i := 1; i <= spec.Nodes; i++ {
+			out := ciliumDbg(ctx, t, stateDir, i, "status", "--brief")
+			if strings.TrimSpace(out) != "OK" {
+				t.Errorf("node%d: cilium-dbg status --brief: %q", i, out)
+			}
+		}
+	})
+	t.Run("mode devices and routes", func(t *testing.T) {
+		p := spec.Plan()
+		links, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "-o", "link", "show")
+		routes, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "route", "show")
+		hasVXLAN := strings.Contains(links, "cilium_vxlan")
+		peerRoute := p.PodCIDR(2).String() + " via " + p.NodeIP(2).String()
+		switch dp {
+		case "cilium-vxlan":
+			if !hasVXLAN {
+				t.Errorf("no cilium_vxlan device in node1:\n%s", links)
+			}
+		case "cilium-native":
+			if hasVXLAN {
+				t.Errorf("native routing, yet node1 has cilium_vxlan:\n%s", links)
+			}
+			if !strings.Contains(routes, peerRoute) {
+				t.Errorf("node1 has no direct route %q:\n%s", peerRoute, routes)
+			}
+		}
+		if !strings.Contains(links, "cilium_host") {
+			t.Errorf("no cilium_host device in node1:\n%s", links)
+		}
+	})
+
+	w := newWorkload(ctx, t, name)
+	t.Run("workload", func(t *testing.T) { w.run() })
+	if t.Failed() {
+		return
+	}
+
+	t.Run("pods are cilium endpoints", func(t *testing.T) {
+		for _, pod := range []string{"server", "client1"} {
+			p, err := w.cs.CoreV1().Pods(w.ns).Get(ctx, pod, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			node := strings.TrimPrefix(p.Spec.NodeName, "node")
+			var i int
+			if _, err := fmt.Sscanf(node, "%d", &i); err != nil {
+				t.Fatalf("pod %s on unexpected node %q", pod, p.Spec.NodeName)
+			}
+			if !spec.Plan().PodCIDR(i).Contains(parseIP(t, p.Status.PodIP)) {
+				t.Errorf("pod %s has %s, outside %s's pod CIDR %s", pod, p.Status.PodIP, p.Spec.NodeName, spec.Plan().PodCIDR(i))
+			}
+			eps := ciliumDbg(ctx, t, stateDir, i, "endpoint", "list")
+			if !strings.Contains(eps, p.Status.PodIP) {
+				t.Errorf("pod %s (%s) is not an endpoint of the agent on %s:\n%s", pod, p.Status.PodIP, p.Spec.NodeName, eps)
+			}
+		}
+	})
+
+	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) {
+		w.networkPolicy(t)
+	})
+
+	start = time.Now()
+	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	assertClean(t, before)
+	sysAfter := readSysctls(t)
+	for k, v := range sysBefore {
+		if sysAfter[k] != v {
+			t.Errorf("sysctl %s changed: %q -> %q", k, v, sysAfter[k])
+		}
+	}
+	for p, existed := range pathsBefore {
+		if _, err := os.Lstat(p); err == nil && !existed {
+			t.Errorf("%s exists after delete", p)
+		}
+	}
+}
+
+// ciliumHostPaths are where cilium-agent puts its files when it owns a host; none may appear.
+func ciliumHostPaths() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range []string{"/run/cilium", "/var/lib/cilium", "/etc/cni/net.d/05-cilium.conflist", "/opt/cni/bin/cilium-cni", "/sys/fs/bpf/tc", "/sys/fs/bpf/cilium"} {
+		_, err := os.Lstat(p)
+		out[p] = err == nil
+	}
+	return out
+}
+
+// networkPolicy starts a second iperf3 server on node2, checks that client1 (node1) reaches
+// it, then denies all ingress to it alone: the guarded pod must become unreachable while the
+// first server stays reachable.
+func (w *workload) networkPolicy(t *testing.T) {
+	guarded := w.pod("guarded", "node2", "", []string{"iperf3", "-s"})
+	target := w.waitRunning(guarded).Status.PodIP
+	server := w.waitRunning("server").Status.PodIP
+	if err := w.tryIperf("client1", target); err != nil {
+		t.Fatalf("before the policy: %v", err)
+	}
+	np := &networkingv1.NetworkPolicy{
+		ObjectMeta: metav1.ObjectMeta{Name: "deny-guarded", Namespace: w.ns},
+		Spec: networkingv1.NetworkPolicySpec{
+			PodSelector: metav1.LabelSelector{MatchLabels: map[string]string{"app": guarded}},
+			PolicyTypes: []networkingv1.PolicyType{networkingv1.PolicyTypeIngress},
+		},
+	}
+	if _, err := w.cs.NetworkingV1().NetworkPolicies(w.ns).Create(w.ctx, np, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		err := w.tryIperf("client1", target)
+		if err != nil {
+			t.Logf("with the policy, client1 -> guarded fails as it should: %v", firstLine(err.Error()))
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("client1 still reaches the guarded pod %s 60 s after the policy", target)
+		}
+		time.Sleep(2 * time.Second)
+	}
+	if err := w.tryIperf("client1", server); err != nil {
+		t.Errorf("the policy also cut client1 -> server (%s): %v", server, err)
+	}
+	if err := w.cs.NetworkingV1().NetworkPolicies(w.ns).Delete(w.ctx, np.Name, metav1.DeleteOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(60 * time.Second)
+	for w.tryIperf("client1", target) != nil {
+		if time.Now().After(deadline) {
+			t.Fatalf("client1 does not reach the guarded pod %s 60 s after the policy was removed", target)
+		}
+		time.Sleep(2 * time.Second)
+	}
+}
+
+// tryIperf runs a short iperf3 TCP test that may fail, bounded by a connect timeout.
+func (w *workload) tryIperf(client, target string) error {
+	kubectl := binaries.Default().Path("kubectl")
+	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", w.kubeconfig, "-n", w.ns, "exec", client, "--",
+		"iperf3", "-c", target, "-t", "1", "--connect-timeout", "2000").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("iperf3 %s -> %s: %w: %s", client, target, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// ciliumDbg runs cilium-dbg against the agent of node i through its socket.
+func ciliumDbg(ctx context.Context, t *testing.T, stateDir string, i int, args ...string) string {
+	t.Helper()
+	sock := filepath.Join(stateDir, "cilium", fmt.Sprintf("node%d", i), "run", "cilium.sock")
+	full := append([]string{"-H", "unix://" + sock}, args...)
+	out, err := runCmd(ctx, binaries.Default().Path("cilium-dbg"), full...)
+	if err != nil {
+		t.Fatalf("cilium-dbg on node%d: %v", i, err)
+	}
+	return out
+}
+
+func parseIP(t *testing.T, s string) net.IP {
+	t.Helper()
+	ip := net.ParseIP(s)
+	if ip == nil {
+		t.Fatalf("bad IP %q", s)
+	}
+	return ip
+}
+
+func firstLine(s string) string {
+	line, _, _ := strings.Cut(s, "\n")
+	return line
+}
