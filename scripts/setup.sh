@@ -16,6 +16,7 @@ CACHE="${CNIBENCH_CACHE:-/var/cache/cnibench}"
 PACKAGES=(
 	etcd-server runc crun iperf3 sockperf mmdebstrap nftables iptables
 	conntrack ethtool iproute2 util-linux procps socat ca-certificates
+	clang llvm ipset
 	postgresql chromium python3-prometheus-client
 )
 # apt lists older than this are refreshed before installing anything.

@@ -157,8 +157,12 @@ func (c *creator) abort(cause error) error {
 	logs := c.layout.LogDir(c.spec.Name)
 	if entries, err := os.ReadDir(logs); err == nil && len(entries) > 0 {
 		dst := filepath.Join(filepath.Dir(c.layout.Root), "failed", fmt.Sprintf("%s-%s", c.spec.Name, time.Now().Format("20060102-150405")))
-		if os.MkdirAll(filepath.Dir(dst), 0o755) == nil && os.Rename(logs, dst) == nil {
+		// A copy, not a rename: the state directory is a mount of its own, and rename(2)
+		// does not cross mounts.
+		if err := copyDir(logs, dst); err == nil {
 			kept = dst
+		} else {
+			c.progress("could not keep the logs: %v", err)
 		}
 	}
 	// A fresh context: the create's own may be the one that was cancelled.
@@ -324,4 +328,29 @@ func parallel(n int, fn func(i int) error) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// copyDir copies the regular files of a directory tree.
+func copyDir(src, dst string) error {
+	return filepath.WalkDir(src, func(path string, d os.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		rel, err := filepath.Rel(src, path)
+		if err != nil {
+			return err
+		}
+		target := filepath.Join(dst, rel)
+		if d.IsDir() {
+			return os.MkdirAll(target, 0o755)
+		}
+		if !d.Type().IsRegular() {
+			return nil
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return err
+		}
+		return os.WriteFile(target, data, 0o644)
+	})
 }

@@ -36,7 +36,16 @@ func checkDependencies(cache binaries.Cache, dp datapath.Datapath) error {
 	if len(missing) > 0 {
 		problems = append(problems, "missing programs: "+strings.Join(missing, ", "))
 	}
-	if err := cache.Check(); err != nil {
+	var base []binaries.Component
+	for _, name := range []string{binaries.CNIPlugins, binaries.CoreDNS, binaries.Containerd, binaries.Kubernetes} {
+		comp, err := binaries.Lookup(name)
+		if err != nil {
+			return err
+		}
+		base = append(base, comp)
+	}
+	// Only what this cluster runs: a bridge cluster does not need cilium built.
+	if err := cache.Check(base...); err != nil {
 		problems = append(problems, err.Error())
 	}
 	if _, err := os.Stat(cache.Path("cnb-pause")); err != nil {

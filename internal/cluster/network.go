@@ -57,8 +57,9 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 		return err
 	}
 	ctl = []string{"link set host master " + underlayBridge + " up"}
-	for i := 1; i <= s.Nodes; i++ {
-		// The control plane reaches pods (webhooks, apiserver proxy) through their node.
+	for i := 1; i <= s.Nodes && !c.dp.AllocateNodeCIDRs(); i++ {
+		// The control plane reaches pods (webhooks, apiserver proxy, replies to pods calling the
+		// API server) through their node; allocated CIDRs are routed once known (routePodCIDR).
 		ctl = append(ctl, fmt.Sprintf("route add %s via %s", p.PodCIDR(i), p.NodeIP(i)))
 	}
 	for i := 1; i <= s.Nodes; i++ {
@@ -125,4 +126,15 @@ func sysctlIn(ctx context.Context, netns string, kv map[string]string) error {
 		return fmt.Errorf("sysctl in %s: %w", netns, err)
 	}
 	return nil
+}
+
+// routePodCIDR routes a node's pod CIDR, as the controller-manager allocated it, from the
+// control-plane namespace to the node.
+func (c *creator) routePodCIDR(ctx context.Context, node, cidr string) error {
+	for i := 1; i <= c.spec.Nodes; i++ {
+		if c.spec.NodeName(i) == node {
+			return ipBatch(ctx, c.spec.CtlNetns(), []string{fmt.Sprintf("route replace %s via %s", cidr, c.spec.Plan().NodeIP(i))})
+		}
+	}
+	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
 }

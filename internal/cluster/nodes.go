@@ -149,8 +149,15 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 		}
 		ready := 0
 		for _, n := range nodes.Items {
-			if !c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR == "" && !patched[n.Name] {
+			switch {
+			case patched[n.Name]:
+			case !c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR == "":
 				if err := c.patchPodCIDR(ctx, n.Name); err != nil {
+					return false, err
+				}
+				patched[n.Name] = true
+			case c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR != "":
+				if err := c.routePodCIDR(ctx, n.Name, n.Spec.PodCIDR); err != nil {
 					return false, err
 				}
 				patched[n.Name] = true
@@ -183,7 +190,14 @@ func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
 	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
 }
 
+// nodeReady is Ready and free of the not-ready taint, which the node lifecycle controller
+// lifts a moment after Ready: until then pods without a toleration cannot go there.
 func nodeReady(n corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return false
+		}
+	}
 	for _, cond := range n.Status.Conditions {
 		if cond.Type == corev1.NodeReady {
 			return cond.Status == corev1.ConditionTrue

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -22,19 +23,39 @@ type Placement struct {
 	NodeA, NodeB string
 }
 
-// Place picks two Ready, schedulable nodes.
+// Place picks two Ready, schedulable nodes. Nodes that are only transiently unusable (not yet
+// Ready, or still carrying the not-ready taint a moment after becoming Ready) are waited for,
+// up to a minute.
 func (c *Client) Place(ctx context.Context, o PlacementOptions) (Placement, error) {
+	deadline := time.Now().Add(time.Minute)
+	for {
+		p, transient, err := c.place(ctx, o)
+		if err == nil || !transient || time.Now().After(deadline) {
+			return p, err
+		}
+		select {
+		case <-ctx.Done():
+			return p, ctx.Err()
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// place makes one attempt; transient says whether waiting could change the answer.
+func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool, error) {
 	list, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: o.Selector})
 	if err != nil {
-		return Placement{}, fmt.Errorf("list nodes (selector %q): %w", o.Selector, err)
+		return Placement{}, false, fmt.Errorf("list nodes (selector %q): %w", o.Selector, err)
 	}
 	byName := map[string]corev1.Node{}
 	var usable []string
 	var refused []string
+	transient := false
 	for _, n := range list.Items {
 		byName[n.Name] = n
 		if why := unusable(n, o.TolerateTaints); why != "" {
 			refused = append(refused, n.Name+" ("+why+")")
+			transient = transient || transientlyUnusable(n)
 			continue
 		}
 		usable = append(usable, n.Name)
@@ -42,24 +63,40 @@ func (c *Client) Place(ctx context.Context, o PlacementOptions) (Placement, erro
 	sort.Strings(usable)
 	if len(o.Nodes) > 0 {
 		if len(o.Nodes) != 2 {
-			return Placement{}, fmt.Errorf("--nodes: expected two node names (client node, server node), got %d", len(o.Nodes))
+			return Placement{}, false, fmt.Errorf("--nodes: expected two node names (client node, server node), got %d", len(o.Nodes))
 		}
 		for _, name := range o.Nodes {
 			n, ok := byName[name]
 			if !ok {
-				return Placement{}, fmt.Errorf("--nodes: no node %q matches selector %q", name, o.Selector)
+				return Placement{}, false, fmt.Errorf("--nodes: no node %q matches selector %q", name, o.Selector)
 			}
 			if why := unusable(n, o.TolerateTaints); why != "" {
-				return Placement{}, fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
+				return Placement{}, transientlyUnusable(n), fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
 			}
 		}
-		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1]}, nil
+		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1]}, false, nil
 	}
 	if len(usable) < 2 {
-		return Placement{}, fmt.Errorf("need two Ready, schedulable nodes, found %d usable of %d (selector %q); unusable: %s",
+		return Placement{}, transient, fmt.Errorf("need two Ready, schedulable nodes, found %d usable of %d (selector %q); unusable: %s",
 			len(usable), len(list.Items), o.Selector, strings.Join(refused, ", "))
 	}
-	return Placement{NodeA: usable[0], NodeB: usable[1]}, nil
+	return Placement{NodeA: usable[0], NodeB: usable[1]}, false, nil
+}
+
+// transientlyUnusable recognises a node that is coming up: not Ready yet, or Ready but still
+// tainted not-ready/unreachable by the node lifecycle controller.
+func transientlyUnusable(n corev1.Node) bool {
+	for _, t := range n.Spec.Taints {
+		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
+			return true
+		}
+	}
+	for _, c := range n.Status.Conditions {
+		if c.Type == corev1.NodeReady {
+			return c.Status != corev1.ConditionTrue
+		}
+	}
+	return true
 }
 
 // unusable says why pods should not go to a node, or "" when they can.

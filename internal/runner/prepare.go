@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -99,8 +100,16 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		if image == "" {
 			image = spec.Images.Tools
 		}
-		known["cni"], known["cni_mode"], known["kube_proxy_mode"] = spec.Datapath, "local "+spec.Datapath, spec.ProxyMode
+		known["cni"], known["kube_proxy_mode"] = spec.Datapath, spec.ProxyMode
 		known["cluster"] = "cnibench local " + spec.Name
+		known["datapath"] = spec.Datapath
+		if dp, err := datapath.Lookup(spec.Datapath); err == nil {
+			if wf, ok := dp.(datapath.WithFingerprint); ok {
+				for k, v := range wf.Fingerprint() {
+					known[k] = v
+				}
+			}
+		}
 		if tg.client, err = kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), ""); err != nil {
 			return tg, err
 		}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"os"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -116,5 +117,33 @@ func TestCreateRefusesBadInput(t *testing.T) {
 			t.Errorf("err=%v, output:\n%s", err, out)
 		}
 	})
+	assertClean(t, before)
+}
+
+// TestFailedCreateExplainsAndLeavesNothing makes create fail (nodes cannot be Ready within one
+// second): the error must carry the log lines that explain it, the logs must be kept, and the
+// host must be as before.
+func TestFailedCreateExplainsAndLeavesNothing(t *testing.T) {
+	const name = "cnbfail"
+	before := snapshot(t)
+	defer forceDelete(name)
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	out, err := cli(ctx, "cluster", "create", "--name", name, "--wait", "1s")
+	if err == nil {
+		t.Fatalf("create with --wait 1s succeeded:\n%s", out)
+	}
+	for _, want := range []string{"timed out after 1s", "last lines of node1-kubelet.log", "logs of the failed cluster: "} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output lacks %q:\n%s", want, out)
+		}
+	}
+	if i := strings.Index(out, "logs of the failed cluster: "); i >= 0 {
+		dir := strings.TrimSpace(strings.SplitN(out[i+len("logs of the failed cluster: "):], "\n", 2)[0])
+		if _, err := os.Stat(filepath.Join(dir, "kube-apiserver.log")); err != nil {
+			t.Errorf("kept logs: %v", err)
+		}
+		os.RemoveAll(dir)
+	}
 	assertClean(t, before)
 }

@@ -57,6 +57,8 @@ func TestComponentsTable(t *testing.T) {
 		CoreDNS:    {"coredns"},
 		CNIPlugins: {"bridge", "ptp", "macvlan", "loopback", "host-local", "bandwidth", "portmap", "firewall", "tuning"},
 		Containerd: {"containerd", "containerd-shim-runc-v2", "ctr"},
+		Flannel:    {"flanneld", "flannel"},
+		Cilium:     {"cilium-agent", "cilium-cni", "cilium-dbg", "cilium-operator-generic", "cilium-bpf.tar.gz"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -73,8 +75,8 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if len(seen) != 19 {
-		t.Errorf("got %d binaries, want 19", len(seen))
+	if len(seen) != 26 {
+		t.Errorf("got %d binaries, want 26", len(seen))
 	}
 	if _, err := Lookup("nope"); err == nil {
 		t.Error("Lookup(nope) succeeded")

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 )
 
 // Bridge is the simplest datapath: a Linux bridge per node with host-local IPAM, and plain
@@ -17,6 +19,11 @@ func (Bridge) Name() string { return "bridge" }
 
 // AllocateNodeCIDRs implements Datapath: the plan fixes each node's subnet.
 func (Bridge) AllocateNodeCIDRs() bool { return false }
+
+// Fingerprint implements WithFingerprint.
+func (Bridge) Fingerprint() map[string]string {
+	return map[string]string{"cni": "bridge", "cni_version": "containernetworking/plugins " + binaries.CNIPluginsVersion, "cni_mode": "bridge + host-local, host-gw routes"}
+}
 
 // Setup writes each node's conflist and installs the inter-node routes.
 func (Bridge) Setup(ctx context.Context, c Cluster) error {

@@ -92,10 +92,15 @@ func ciliumNodePaths(c Cluster, n Node) ciliumPaths {
 // Setup checks the compiler, unpacks the datapath sources and writes each node's CNI config.
 func (d Cilium) Setup(_ context.Context, c Cluster) error {
 	// The agent compiles its programs at run time; without clang it would start and then
-	// fail every endpoint, so say it here.
-	for _, tool := range []string{"clang", "llc"} {
+	// fail every endpoint, so say it here. Native routing also masquerades with an ipset of
+	// the node addresses, which the agent creates with the ipset tool.
+	tools := []string{"clang", "llc"}
+	if d.Native {
+		tools = append(tools, "ipset")
+	}
+	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s needs %s (Debian packages clang and llvm; scripts/setup.sh installs them): %w", d.Name(), tool, err)
+			return fmt.Errorf("%s needs %s (Debian packages clang, llvm and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
 		}
 	}
 	if err := binaries.UnpackCiliumBPF(c.Bin(binaries.CiliumBPFArchive), filepath.Join(ciliumLibDir(c), "bpf")); err != nil {
@@ -155,6 +160,8 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 			Name: n.Name + "-cilium-agent", Node: i + 1,
 			Argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", ciliumAgentMounts, "cnb-cilium-agent",
 				p.run, p.bpffs, nodeCgroup, p.cgroup}, d.agentArgv(c, n, p)...),
+			// The agent finds its Node object by this name, or else by the host's name.
+			Env: []string{"K8S_NODE_NAME=" + n.Name},
 			Ready: func() bool {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
@@ -181,7 +188,8 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 //   - cgroup: the node's cgroup2 subtree bind-mounted where --cgroup-root points (the agent
 //     would otherwise mount the cgroup2 root, shared with every process on the machine);
 //   - /proc/sys read-only except /proc/sys/net (per network namespace): the agent otherwise
-//     sets machine-wide kernel sysctls (unprivileged BPF, timer migration, ...).
+//     sets machine-wide kernel sysctls (unprivileged BPF, timer migration, ...). A bind mount
+//     inherits the read-only flag of its source, hence the explicit rw remount.
 const ciliumAgentMounts = `set -e
 run=$1 bpffs=$2 cgsrc=$3 cgdst=$4
 shift 4
@@ -193,6 +201,7 @@ mount --bind "$cgsrc" "$cgdst"
 mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --bind /proc/sys/net /proc/sys/net
+mount -o remount,bind,rw /proc/sys/net
 exec "$@"`
 
 // ciliumOperatorMounts gives the operator the same private /run and read-only /proc/sys as

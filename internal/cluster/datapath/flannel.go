@@ -126,8 +126,7 @@ func flannelConflist(n Node) map[string]any {
 					// through a Service.
 					"isDefaultGateway": true,
 					"hairpinMode":      true,
-					// Pod addresses stay visible across nodes; with flanneld's --ip-masq off the
-					// plugin would otherwise have the bridge masquerade.
+					// flanneld masquerades (--ip-masq); the bridge must not do it a second time.
 					"ipMasq": false,
 				},
 			},
@@ -164,8 +163,12 @@ func (f Flannel) Daemons(c Cluster) ([]Daemon, error) {
 			"--iface=" + n.Uplink,
 			"--subnet-file=" + subnetFile,
 			"--net-config-path=" + flannelNetConf(c),
-			// Pods talk to each other and to Services only, never to the outside.
-			"--ip-masq=false",
+			// As kube-flannel runs it: traffic from pods to addresses outside the cluster
+			// network leaves with the node's address. Here that is the control plane: its
+			// routes to pod subnets follow the cluster's plan, not the controller-manager's
+			// allocation, so the API server's replies to pods (CoreDNS) would otherwise go
+			// astray. Pod-to-pod and Service traffic keeps pod addresses.
+			"--ip-masq",
 		}
 		out = append(out, Daemon{
 			Name: n.Name + "-flanneld",

@@ -146,7 +146,7 @@ func TestFlannelDaemons(t *testing.T) {
 		for _, want := range []string{
 			"/cache/bin/flanneld --kube-subnet-mgr", "--kubeconfig-file=" + c.Kubeconfig, "--iface=eth0",
 			"--subnet-file=" + FlannelSubnetFile(n), "--net-config-path=" + filepath.Join(c.StateDir, "flannel", "net-conf.json"),
-			"/cache/bin/kubectl", "--ip-masq=false",
+			"/cache/bin/kubectl", "--ip-masq",
 		} {
 			if !strings.Contains(argv, want) {
 				t.Errorf("%s argv lacks %q: %s", d.Name, want, argv)
