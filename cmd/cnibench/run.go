@@ -14,7 +14,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes string
+	var paths, nodes, datapaths string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -25,6 +25,9 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if paths != "" {
 				o.Overrides.Paths = strings.Split(paths, ",")
+			}
+			if datapaths != "" {
+				o.Overrides.Datapaths = strings.Split(datapaths, ",")
 			}
 			if nodes != "" {
 				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
@@ -47,6 +50,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&nodes, "nodes", "", "two node names: client node,server node")
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")
 	f.StringVar(&o.Overrides.Datapath, "datapath", "", "local cluster datapath (default bridge)")
+	f.StringVar(&datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
 	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables)")
 	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
 	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost")

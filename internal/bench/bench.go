@@ -55,7 +55,7 @@ func Run(ctx context.Context, o Options) error {
 	o.Runner.Suite, o.Runner.Store = s, db
 	res, err := runner.Run(ctx, o.Runner)
 	if len(res.Samples) > 0 {
-		doc := report.Document{Run: res.Run, Targets: res.Targets, Rows: report.Summarize(res.Samples)}
+		doc := report.Document{Run: res.Run, Targets: res.Targets, Rows: report.Summarize(res.Samples), Ranking: report.Rank(res.Samples)}
 		if werr := report.Write(o.Stdout, o.Output, doc); werr != nil && err == nil {
 			err = werr
 		}

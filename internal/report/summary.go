@@ -101,10 +101,6 @@ func MetricSpec(name string) (engine.MetricSpec, bool) {
 
 // sortRows orders rows by target, workload, path (suite order), then metric display order.
 func sortRows(rows []Row) {
-	pathRank := map[string]int{}
-	for i, p := range suite.AllPaths() {
-		pathRank[p] = i
-	}
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
 		if a.Target != b.Target {
@@ -114,7 +110,7 @@ func sortRows(rows []Row) {
 			return a.Workload < b.Workload
 		}
 		if a.Path != b.Path {
-			return pathRank[a.Path] < pathRank[b.Path]
+			return pathRank(a.Path) < pathRank(b.Path)
 		}
 		return metricRank(a.Workload, a.Metric) < metricRank(b.Workload, b.Metric)
 	})

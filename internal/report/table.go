@@ -17,6 +17,8 @@ type Document struct {
 	Run     store.Run      `json:"run"`
 	Targets []store.Target `json:"targets"`
 	Rows    []Row          `json:"rows"`
+	// Ranking orders the targets on each headline metric (runs with several targets).
+	Ranking []RankGroup `json:"ranking,omitempty"`
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -64,6 +66,9 @@ func jsonSafe(d Document) any {
 		rows = append(rows, row)
 	}
 	head["rows"] = rows
+	if len(d.Ranking) > 0 {
+		head["ranking"] = rankingJSON(d.Ranking)
+	}
 	return head
 }
 
@@ -87,7 +92,11 @@ func Table(w io.Writer, d Document) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Target, r.Workload, r.Path, r.Metric+" ["+r.Unit+"]", n,
 			num(s.Median), num(s.Mean), ci(s.CILow, s.CIHigh), num(s.TrimmedMean), len(s.Outliers), frac(r.OfBaseline))
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	WriteRanking(w, d.Ranking)
+	return nil
 }
 
 // fingerprintLine shows the keys a reader compares first.
@@ -124,4 +133,25 @@ func frac(v float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// rankingJSON drops the NaN figures JSON cannot carry.
+func rankingJSON(groups []RankGroup) []map[string]any {
+	out := make([]map[string]any, 0, len(groups))
+	for _, g := range groups {
+		var entries []map[string]any
+		for _, e := range g.Entries {
+			m := map[string]any{"target": e.Target, "verdict": e.Verdict, "n": e.Summary.N}
+			for k, v := range map[string]float64{"mean": e.Mean, "ratio_to_best": e.RatioToBest, "p_value": e.PValue,
+				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh} {
+				if !math.IsNaN(v) && !math.IsInf(v, 0) {
+					m[k] = v
+				}
+			}
+			entries = append(entries, m)
+		}
+		out = append(out, map[string]any{"path": g.Path, "workload": g.Workload, "metric": g.Metric, "unit": g.Unit,
+			"higher_is_better": g.HigherIsBetter, "entries": entries})
+	}
+	return out
 }

@@ -156,7 +156,11 @@ func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Du
 	if s.Error == "" {
 		value = headline(s)
 	}
-	fmt.Fprintf(r.opts.Out, "[%3d/%d] %-11s %-10s %-14s %-20s %-28s eta %s\n", done, total, what, s.Target, s.Path, s.Workload,
+	width := 0
+	for _, t := range r.opts.Suite.Targets {
+		width = max(width, len(t.Name))
+	}
+	fmt.Fprintf(r.opts.Out, "[%3d/%d] %-11s %-*s %-14s %-20s %-28s eta %s\n", done, total, what, width, s.Target, s.Path, s.Workload,
 		value, remaining.Round(time.Second))
 }
 

@@ -10,6 +10,7 @@ import (
 type Overrides struct {
 	Kubeconfig, Context string        // a remote target replacing the suite's targets
 	Datapath, ProxyMode string        // local target settings
+	Datapaths           []string      // one local cluster per datapath, measured side by side
 	LocalCluster        string        // local cluster name
 	Paths               []string      // replaces paths
 	Repetitions         int           // 0 keeps the suite's
@@ -32,6 +33,12 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			name = "remote"
 		}
 		s.Targets = []Target{{Name: name, Kubeconfig: o.Kubeconfig, Context: o.Context}}
+	}
+	if len(o.Datapaths) > 0 {
+		s.Targets = nil
+		for _, dp := range o.Datapaths {
+			s.Targets = append(s.Targets, Target{Name: dp, Local: &Local{Cluster: ClusterNameFor(dp), Datapath: dp}})
+		}
 	}
 	for i := range s.Targets {
 		if l := s.Targets[i].Local; l != nil {
@@ -77,4 +84,14 @@ func flagNames(err error) error {
 		}
 	}
 	return fmt.Errorf("%s", msg)
+}
+
+// ClusterNameFor names the local cluster of a datapath in a side-by-side run; cluster names
+// are short (they name host links), datapath names need not be.
+func ClusterNameFor(datapath string) string {
+	name := strings.NewReplacer("flannel", "fl", "cilium", "ci", "-", "").Replace(datapath)
+	if len(name) > 11 {
+		name = name[:11]
+	}
+	return name
 }

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 )
 
@@ -16,7 +17,7 @@ func (s Suite) Validate() error {
 	if len(s.Targets) == 0 {
 		add("targets: expected at least one target")
 	}
-	names := map[string]bool{}
+	names, clusters := map[string]bool{}, map[string]bool{}
 	for i, t := range s.Targets {
 		switch {
 		case t.Name == "":
@@ -30,6 +31,15 @@ func (s Suite) Validate() error {
 		}
 		if t.Local != nil && (t.Local.Nodes < 2) {
 			add("targets[%d].local.nodes: expected at least 2 (cross-node paths need two nodes), got %d", i, t.Local.Nodes)
+		}
+		if t.Local != nil {
+			if _, err := datapath.Lookup(t.Local.Datapath); err != nil {
+				add("targets[%d].local.datapath: %v", i, err)
+			}
+			if clusters[t.Local.Cluster] {
+				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Cluster)
+			}
+			clusters[t.Local.Cluster] = true
 		}
 	}
 	known := map[string]bool{}

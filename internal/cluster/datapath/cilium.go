@@ -136,6 +136,10 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 	if err != nil {
 		return nil, err
 	}
+	cs, err := kubeClient(c.Kubeconfig)
+	if err != nil {
+		return nil, err
+	}
 	out := []Daemon{{
 		Name: "cilium-operator", Node: 0,
 		Argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", ciliumOperatorMounts, "cnb-cilium-operator",
@@ -155,7 +159,6 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 			return nil, err
 		}
 		client := ciliumClient{socket: p.socket}
-		node := n
 		out = append(out, Daemon{
 			Name: n.Name + "-cilium-agent", Node: i + 1,
 			Argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", ciliumAgentMounts, "cnb-cilium-agent",
@@ -166,8 +169,9 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				// Without a pod CIDR the agent's kubernetes IPAM waits forever, and the
-				// provider writes the plan's only once every daemon is ready.
-				if err := ensurePodCIDR(ctx, c.Kubeconfig, node); err != nil {
+				// provider writes the plan's only once every daemon is ready. Every node's,
+				// so that the agents polled later are not held up meanwhile.
+				if err := ensurePodCIDRs(ctx, cs, c.Nodes); err != nil {
 					return false
 				}
 				return client.healthy(ctx) == nil

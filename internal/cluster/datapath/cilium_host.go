@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -84,30 +85,39 @@ func linkRuntimeRunDir(c Cluster, n Node, run string) error {
 	return nil
 }
 
-// ensurePodCIDR gives node n its planned pod CIDR unless it has one already.
-func ensurePodCIDR(ctx context.Context, kubeconfig string, n Node) error {
+// kubeClient builds a client from a kubeconfig file.
+func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	cfg, err := clientcmd.BuildConfigFromFlags("", kubeconfig)
 	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
+	cfg.Timeout = 5 * time.Second
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("client: %w", err)
+		return nil, fmt.Errorf("client for %s: %w", kubeconfig, err)
 	}
-	node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
-	if err != nil {
-		return fmt.Errorf("get node %s: %w", n.Name, err)
-	}
-	if node.Spec.PodCIDR != "" {
-		return nil
-	}
-	cidr := n.PodCIDR.String()
-	patch, err := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}}})
-	if err != nil {
-		return fmt.Errorf("encode pod CIDR patch: %w", err)
-	}
-	if _, err := cs.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
-		return fmt.Errorf("set pod CIDR of %s: %w", n.Name, err)
+	return cs, nil
+}
+
+// ensurePodCIDRs gives every registered node without a pod CIDR its planned one; it fails
+// while a node has not registered yet.
+func ensurePodCIDRs(ctx context.Context, cs kubernetes.Interface, nodes []Node) error {
+	for _, n := range nodes {
+		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
+		if err != nil {
+			return fmt.Errorf("get node %s: %w", n.Name, err)
+		}
+		if node.Spec.PodCIDR != "" {
+			continue
+		}
+		cidr := n.PodCIDR.String()
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}}})
+		if err != nil {
+			return fmt.Errorf("encode pod CIDR patch: %w", err)
+		}
+		if _, err := cs.CoreV1().Nodes().Patch(ctx, n.Name, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("set pod CIDR of %s: %w", n.Name, err)
+		}
 	}
 	return nil
 }

@@ -1,0 +1,146 @@
+package report
+
+import (
+	"fmt"
+	"io"
+	"math"
+	"sort"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// Ranked is one target's place in a ranking.
+type Ranked struct {
+	Target      string        `json:"target"`
+	Summary     stats.Summary `json:"-"`
+	Mean        float64       `json:"mean"`
+	RatioToBest float64       `json:"ratioToBest"`
+	// Verdict compares the target with the best one: "best", "worse" (significantly), or
+	// "not significant" (the data cannot tell them apart).
+	Verdict string  `json:"verdict"`
+	PValue  float64 `json:"pValue,omitempty"`
+}
+
+// RankGroup ranks the targets of a run on one metric of one path and workload.
+type RankGroup struct {
+	Path           string   `json:"path"`
+	Workload       string   `json:"workload"`
+	Metric         string   `json:"metric"`
+	Unit           string   `json:"unit"`
+	HigherIsBetter bool     `json:"higherIsBetter"`
+	Entries        []Ranked `json:"entries"`
+}
+
+// Rank orders the targets of a run, best first, on every headline metric with a known
+// direction, and tests each against the best (Mann-Whitney U with a bootstrap ratio interval,
+// stats.Compare). It returns nothing for a run with one target.
+func Rank(samples []store.Sample) []RankGroup {
+	type cell struct{ path, workload, metric string }
+	values := map[cell]map[string][]float64{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" {
+			continue
+		}
+		add := func(name string, v float64) {
+			k := cell{s.Path, s.Workload, name}
+			if values[k] == nil {
+				values[k] = map[string][]float64{}
+			}
+			values[k][s.Target] = append(values[k][s.Target], v)
+		}
+		for name, v := range s.Metrics {
+			add(name, v)
+		}
+		for name, v := range s.Resources {
+			add(name, v)
+		}
+	}
+	var groups []RankGroup
+	for k, byTarget := range values {
+		spec, known := MetricSpec(k.metric)
+		if !known || len(byTarget) < 2 || !Headline(Row{Workload: k.workload, Metric: k.metric}) {
+			continue
+		}
+		g := RankGroup{Path: k.path, Workload: k.workload, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
+		for target, xs := range byTarget {
+			s := stats.Summarize(xs)
+			g.Entries = append(g.Entries, Ranked{Target: target, Summary: s, Mean: s.Mean})
+		}
+		sort.Slice(g.Entries, func(i, j int) bool {
+			a, b := g.Entries[i].Mean, g.Entries[j].Mean
+			if a == b {
+				return g.Entries[i].Target < g.Entries[j].Target
+			}
+			return (a > b) == g.HigherIsBetter
+		})
+		best := g.Entries[0]
+		g.Entries[0].Verdict, g.Entries[0].RatioToBest = "best", 1
+		for i := 1; i < len(g.Entries); i++ {
+			e := &g.Entries[i]
+			e.RatioToBest = math.NaN()
+			if best.Mean != 0 {
+				e.RatioToBest = e.Mean / best.Mean
+			}
+			e.Verdict = "not significant"
+			cmp, err := stats.Compare(byTarget[best.Target], byTarget[e.Target], g.HigherIsBetter, stats.CompareOptions{Seed: 1})
+			if err == nil {
+				e.PValue = cmp.PValue
+				if cmp.Verdict == stats.VerdictWorse {
+					e.Verdict = "worse"
+				}
+			}
+		}
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		if a.Path != b.Path {
+			return pathRank(a.Path) < pathRank(b.Path)
+		}
+		return metricRank(a.Workload, a.Metric) < metricRank(b.Workload, b.Metric)
+	})
+	return groups
+}
+
+// WriteRanking prints the rankings, one line per path, workload and metric.
+func WriteRanking(w io.Writer, groups []RankGroup) {
+	if len(groups) == 0 {
+		return
+	}
+	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best, p from Mann-Whitney U):")
+	for _, g := range groups {
+		dir := "higher is better"
+		if !g.HigherIsBetter {
+			dir = "lower is better"
+		}
+		var parts []string
+		for _, e := range g.Entries {
+			s := e.Summary
+			part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ci(s.CILow, s.CIHigh))
+			switch e.Verdict {
+			case "worse":
+				part += fmt.Sprintf(" x%.2f worse (p=%.2g)", e.RatioToBest, e.PValue)
+			case "not significant":
+				part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
+			}
+			parts = append(parts, part)
+		}
+		fmt.Fprintf(w, "  %-22s %-14s %s [%s, %s]: %s\n", g.Workload, g.Path, g.Metric, g.Unit, dir, strings.Join(parts, " | "))
+	}
+}
+
+// pathRank orders paths as the suite lists them, the baseline first.
+func pathRank(path string) int {
+	for i, p := range suite.AllPaths() {
+		if p == path {
+			return i
+		}
+	}
+	return len(suite.AllPaths())
+}

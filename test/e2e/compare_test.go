@@ -1,0 +1,100 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// comparedDatapaths are measured side by side; the cilium ones join when their test passes
+// on this machine (see cilium_test.go).
+func comparedDatapaths() []string {
+	return []string{"bridge", "flannel-vxlan", "flannel-host-gw"}
+}
+
+// TestRunComparesDatapathsInterleaved is issue 5's acceptance: one local cluster per datapath,
+// all alive at once, samples interleaved, a ranking in the summary, and nothing left after.
+func TestRunComparesDatapathsInterleaved(t *testing.T) {
+	before := snapshot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	defer cancel()
+	dps := comparedDatapaths()
+	dir := t.TempDir()
+	suiteFile := filepath.Join(dir, "suite.yaml")
+	if err := os.WriteFile(suiteFile, []byte(`
+paths: [cross-node]
+workloads:
+  - {kind: tcp-stream, streams: 1}
+  - {kind: tcp-rr, size: 64}
+repetitions: 2
+duration: 1s
+warmup: 1s
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--datapaths", strings.Join(dps, ","),
+		"--results", filepath.Join(dir, "results.db"), "-o", "json")
+	t.Logf("progress:\n%s", stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	var doc struct {
+		Run     struct{ Status string }
+		Targets []struct {
+			Name        string
+			Fingerprint map[string]string
+		}
+		Ranking []struct {
+			Path, Workload, Metric string
+			Entries                []struct{ Target, Verdict string }
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	if doc.Run.Status != "complete" || len(doc.Targets) != len(dps) {
+		t.Fatalf("status %q, %d targets", doc.Run.Status, len(doc.Targets))
+	}
+	for _, tg := range doc.Targets {
+		if want := strings.SplitN(tg.Name, "-", 2)[0]; tg.Fingerprint["cni"] != want || tg.Fingerprint["datapath"] != tg.Name {
+			t.Errorf("target %s: cni %q, datapath %q", tg.Name, tg.Fingerprint["cni"], tg.Fingerprint["datapath"])
+		}
+	}
+	ranked := false
+	for _, g := range doc.Ranking {
+		if g.Metric == "throughput_gbps" && g.Path == "cross-node" {
+			ranked = len(g.Entries) == len(dps) && g.Entries[0].Verdict == "best"
+		}
+	}
+	if !ranked {
+		t.Errorf("no ranking of all %d datapaths on cross-node throughput: %+v", len(dps), doc.Ranking)
+	}
+	// Interleaving: the measured samples of one round visit every datapath before the next round.
+	rounds := map[string][]string{}
+	progress := regexp.MustCompile(`^\[\s*\d+/\d+\] round (\d+)/\d+\s+(\S+)`)
+	for _, line := range strings.Split(stderr, "\n") {
+		if m := progress.FindStringSubmatch(line); m != nil {
+			rounds[m[1]] = append(rounds[m[1]], m[2])
+		}
+	}
+	for round, targets := range rounds {
+		seen := map[string]bool{}
+		for _, tg := range targets {
+			seen[tg] = true
+		}
+		if len(seen) != len(dps) {
+			t.Errorf("round %s visits %v, not every datapath", round, targets)
+		}
+	}
+	if len(rounds) != 2 {
+		t.Errorf("%d measured rounds in the progress, want 2", len(rounds))
+	}
+	assertClean(t, before)
+}
