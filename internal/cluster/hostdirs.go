@@ -12,12 +12,14 @@ import (
 )
 
 // Some host directories are fixed by the tools themselves: `ip netns add` creates /run/netns
-// (and bind-mounts it onto itself), and the node runtimes need /var/lib/cni to exist as a
-// mount point for their private CNI cache. When a cnibench cluster is the cause of one, a
+// (and bind-mounts it onto itself), the node runtimes need /var/lib/cni, and the kubelets
+// /var/lib/kubelet and /var/log/containers, to exist as mount points for private mounts. When a cnibench cluster is the cause of one, a
 // marker says so, and the last delete removes it again, so the host ends as it began.
 
 // sharedHostDirs are the host directories a cluster may need to exist.
-func sharedHostDirs() []string { return []string{"/run/netns", "/var/lib/cni"} }
+func sharedHostDirs() []string {
+	return []string{"/run/netns", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"}
+}
 
 func (l Layout) hostDirMarker(dir string) string {
 	return filepath.Join(l.Root, ".created"+strings.ReplaceAll(dir, "/", "_"))

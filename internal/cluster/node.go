@@ -76,6 +76,13 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 // kubelet's volume mounts still reach it because the state directory is a shared mount.
 const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
 
+// kubeletMounts runs in the kubelet's own mount namespace. The kubelet writes to two fixed
+// host paths whatever its --root-dir: symlinks in /var/log/containers and its device-plugin
+// socket in /var/lib/kubelet/device-plugins (shared by every kubelet on the host). Private
+// tmpfs mounts keep both off the host. The namespace keeps the shared state-directory mount
+// shared, so the volumes the kubelet mounts there still reach the node's runtime.
+const kubeletMounts = `mount -t tmpfs -o mode=0755 cnb-kubelet /var/lib/kubelet && mount -t tmpfs -o mode=0755 cnb-logs /var/log/containers && exec "$@"`
+
 // containerdConfig renders a containerd 2.x config that keeps every path inside the node's
 // directory and disables the plugins that would write to host-wide locations.
 func containerdConfig(dir, socket, cniBin, pause, crun string) string {
@@ -218,7 +225,7 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 	}
 	r, err := c.start(ctx, daemon{
 		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{c.bin("kubelet"), "--config=" + confPath,
+		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", c.bin("kubelet"), "--config=" + confPath,
 			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
 			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
 			"--node-ip=" + p.NodeIP(i).String(), "--v=1"},

@@ -53,6 +53,10 @@ type Snapshot struct {
 	Processes []string
 	// BPF holds objects pinned under /sys/fs/bpf.
 	BPF []string
+	// Files lists fixed host paths that Kubernetes components, runtimes and CNIs write to
+	// whatever they are told (/var/log/containers, /var/lib/kubelet, /run/containerd ...):
+	// whether each exists, and what it holds.
+	Files []string
 	// Sysctls holds root-namespace sysctls cnibench or its components might
 	// change, as "name=value".
 	Sysctls []string
@@ -83,6 +87,7 @@ func (s *Snapshot) categories() []category {
 		{"processes", &s.Processes},
 		{"bpf", &s.BPF},
 		{"sysctls", &s.Sysctls},
+		{"files", &s.Files},
 	}
 }
 
@@ -105,6 +110,7 @@ func Take(ctx context.Context) (Snapshot, error) {
 		{"cgroups", takeCgroups},
 		{"bpf", takeBPF},
 		{"sysctls", takeSysctls},
+		{"files", takeFiles},
 		// Processes go last: every helper command started above has been
 		// waited for by then, so none of them can show up as a process.
 		{"processes", takeProcesses},

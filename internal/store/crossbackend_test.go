@@ -54,7 +54,7 @@ func fixture(t *testing.T, d *DB) {
 		{RunID: runs[0].ID, Seq: 0, Target: "B", Started: t0().Add(time.Minute), Duration: time.Duration(math.MaxInt64),
 			Raw: "\x00", Error: "refused \xc3"},
 		{RunID: runs[0].ID, Seq: 2, Target: "_a", Started: time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC),
-			Resources: map[string]float64{"x": -0.0}},
+			Resources: map[string]float64{"x": 0}},
 		{RunID: runs[1].ID, Seq: 0, Target: "a", Started: t0(), Raw: "é"},
 	}
 	for _, s := range samples {

@@ -13,10 +13,9 @@ import (
 	"time"
 )
 
-// comparedDatapaths are measured side by side; the cilium ones join when their test passes
-// on this machine (see cilium_test.go).
+// comparedDatapaths are measured side by side: every datapath, five clusters alive at once.
 func comparedDatapaths() []string {
-	return []string{"bridge", "flannel-vxlan", "flannel-host-gw"}
+	return []string{"bridge", "flannel-vxlan", "flannel-host-gw", "cilium-vxlan", "cilium-native"}
 }
 
 // TestRunComparesDatapathsInterleaved is issue 5's acceptance: one local cluster per datapath,
