@@ -84,12 +84,7 @@ host-network baseline. RUN is a run id or a unique prefix of one.`,
 			if !validFormat(output, "table", "json", "yaml") {
 				return fmt.Errorf("-o %q: expected table, json or yaml", output)
 			}
-			db, err := export.OpenExisting(cmd.Context(), *location)
-			if err != nil {
-				return fmt.Errorf("--store: %w", err)
-			}
-			defer db.Close()
-			b, err := export.Load(cmd.Context(), db, args[0])
+			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
 			if err != nil {
 				return err
 			}
@@ -152,12 +147,7 @@ func newResultsExportCommand(location *string) *cobra.Command {
 			if !validFormat(format, export.Formats()...) {
 				return fmt.Errorf("--format %q: expected one of %s", format, strings.Join(export.Formats(), ", "))
 			}
-			db, err := export.OpenExisting(cmd.Context(), *location)
-			if err != nil {
-				return fmt.Errorf("--store: %w", err)
-			}
-			defer db.Close()
-			b, err := export.Load(cmd.Context(), db, args[0])
+			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
 			if err != nil {
 				return err
 			}

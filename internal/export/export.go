@@ -115,3 +115,14 @@ func sqliteFile(location string) (path string, ok bool) {
 	}
 	return location, true
 }
+
+// LoadFrom opens the existing store at location, loads one run (an id or a unique prefix of
+// one) and closes the store again.
+func LoadFrom(ctx context.Context, location, run string) (Bundle, error) {
+	db, err := OpenExisting(ctx, location)
+	if err != nil {
+		return Bundle{}, fmt.Errorf("--store: %w", err)
+	}
+	defer db.Close()
+	return Load(ctx, db, run)
+}

@@ -258,17 +258,27 @@ func buildK8sWrapper(ctx context.Context, log io.Writer, comp Component, scratch
 	return runGo(ctx, log, dir, goEnv(), nil, args...)
 }
 
+// writableModule downloads the component's module and copies it under scratch: the module
+// cache copy is read-only, and the builds need to write (go.sum, patches).
+func writableModule(ctx context.Context, log io.Writer, comp Component, scratch string) (string, error) {
+	info, err := modDownload(ctx, log, scratch, comp.Module, comp.Version)
+	if err != nil {
+		return "", err
+	}
+	src := filepath.Join(scratch, "src")
+	if err := copyTree(info.Dir, src); err != nil {
+		return "", fmt.Errorf("copy module %s: %w", comp.Module, err)
+	}
+	return src, nil
+}
+
 // buildModuleCopy builds inside a writable copy of the downloaded module:
 // the module cache copy is read-only, and `go install mod@v` refuses modules
 // whose go.mod has replace directives.
 func buildModuleCopy(ctx context.Context, log io.Writer, comp Component, scratch, out string) error {
-	info, err := modDownload(ctx, log, scratch, comp.Module, comp.Version)
+	src, err := writableModule(ctx, log, comp, scratch)
 	if err != nil {
 		return err
-	}
-	src := filepath.Join(scratch, "src")
-	if err := copyTree(info.Dir, src); err != nil {
-		return fmt.Errorf("copy module %s: %w", comp.Module, err)
 	}
 	args := []string{"build", "-trimpath"}
 	if len(comp.tags) > 0 {

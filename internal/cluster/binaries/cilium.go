@@ -96,13 +96,9 @@ func ciliumComponents() []Component {
 // buildCilium builds every target in a writable copy of the module (its
 // replace directives defeat go install) and packs the datapath sources.
 func buildCilium(ctx context.Context, log io.Writer, comp Component, scratch, out string) error {
-	info, err := modDownload(ctx, log, scratch, comp.Module, comp.Version)
+	src, err := writableModule(ctx, log, comp, scratch)
 	if err != nil {
 		return err
-	}
-	src := filepath.Join(scratch, "src")
-	if err := copyTree(info.Dir, src); err != nil {
-		return fmt.Errorf("copy module %s: %w", comp.Module, err)
 	}
 	for _, t := range ciliumTargets() {
 		args := []string{"build", "-trimpath"}

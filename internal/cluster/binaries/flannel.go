@@ -92,13 +92,9 @@ func flannelComponents() []Component {
 // here, then installs the CNI plugin, and smoke-tests the plugin too (the
 // component's verify step covers flanneld only).
 func buildFlannel(ctx context.Context, log io.Writer, comp Component, scratch, out string) error {
-	info, err := modDownload(ctx, log, scratch, comp.Module, comp.Version)
+	src, err := writableModule(ctx, log, comp, scratch)
 	if err != nil {
 		return err
-	}
-	src := filepath.Join(scratch, "src")
-	if err := copyTree(info.Dir, src); err != nil {
-		return fmt.Errorf("copy module %s: %w", comp.Module, err)
 	}
 	if err := patchFlanneldMain(src); err != nil {
 		return fmt.Errorf("patch %s: %w", comp.Module, err)
