@@ -163,11 +163,9 @@ func (f Flannel) Daemons(c Cluster) ([]Daemon, error) {
 			"--iface=" + n.Uplink,
 			"--subnet-file=" + subnetFile,
 			"--net-config-path=" + flannelNetConf(c),
-			// As kube-flannel runs it: traffic from pods to addresses outside the cluster
-			// network leaves with the node's address. Here that is the control plane: its
-			// routes to pod subnets follow the cluster's plan, not the controller-manager's
-			// allocation, so the API server's replies to pods (CoreDNS) would otherwise go
-			// astray. Pod-to-pod and Service traffic keeps pod addresses.
+			// As kube-flannel's manifest runs it, so the datapath measured is the one users run:
+			// traffic from pods to addresses outside the cluster network leaves with the node's
+			// address; pod-to-pod and Service traffic keeps pod addresses.
 			"--ip-masq",
 		}
 		out = append(out, Daemon{
