@@ -2,7 +2,10 @@ package cluster
 
 import (
 	"net"
+	"os"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -146,5 +149,21 @@ func TestValidateOptionsNamesTheFlag(t *testing.T) {
 func TestUnescapeMount(t *testing.T) {
 	if got := unescapeMount(`/var/lib/a\040b`); got != "/var/lib/a b" {
 		t.Errorf("got %q", got)
+	}
+}
+
+func TestInotifyInstancesCountsRealInstances(t *testing.T) {
+	self := strconv.Itoa(os.Getpid())
+	before := inotifyOf(self)
+	fd, err := syscall.InotifyInit()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer syscall.Close(fd)
+	if after := inotifyOf(self); after != before+1 {
+		t.Errorf("one more inotify instance: counted %d, then %d", before, after)
+	}
+	if inotifyInstances(uint32(os.Getuid())) < 1 {
+		t.Error("the instance just made is not counted for its user")
 	}
 }

@@ -99,6 +99,9 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err := checkDependencies(o.Cache, dp); err != nil {
 		return err
 	}
+	if err := checkInotify(o.Nodes); err != nil {
+		return err
+	}
 	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, out: o.Out, began: time.Now(), wait: o.Wait}
 	if c.hier, err = v1Hierarchies(); err != nil {
 		return err
