@@ -3,6 +3,7 @@ package cluster
 import (
 	"context"
 	"fmt"
+	"path/filepath"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -123,13 +124,33 @@ func (c *creator) corednsDeployment(labels map[string]string) *appsv1.Deployment
 	}
 }
 
-// waitCoreDNS waits until the CoreDNS deployment is available.
+// waitCoreDNS waits until the CoreDNS deployment is available; on timeout it says what the pod
+// is doing and shows the end of its kubelet's log.
 func (c *creator) waitCoreDNS(ctx context.Context) error {
-	return c.poll(ctx, "CoreDNS to become available", c.wait, func() (bool, error) {
+	err := c.poll(ctx, "CoreDNS to become available", c.wait, func() (bool, error) {
 		d, err := c.client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, "coredns", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
 		return d.Status.AvailableReplicas >= 1, nil
 	})
+	if err == nil || ctx.Err() != nil {
+		return err
+	}
+	node, state := c.spec.NodeName(1), "no CoreDNS pod"
+	pods, lerr := c.client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	if lerr == nil && len(pods.Items) > 0 {
+		p := pods.Items[0]
+		state = fmt.Sprintf("CoreDNS pod %s: %s", p.Name, p.Status.Phase)
+		if p.Spec.NodeName != "" {
+			node = p.Spec.NodeName
+		}
+		for _, cs := range p.Status.ContainerStatuses {
+			if w := cs.State.Waiting; w != nil {
+				state += fmt.Sprintf(", %s waiting: %s %s", cs.Name, w.Reason, w.Message)
+			}
+		}
+	}
+	return fmt.Errorf("%w; %s; last lines of %s-kubelet.log:\n%s", err, state, node,
+		tail(filepath.Join(c.layout.LogDir(c.spec.Name), node+"-kubelet.log"), 15))
 }

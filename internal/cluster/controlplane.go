@@ -17,7 +17,7 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	cg := s.CgroupRoot() + "/ctl"
 
 	// etcd listens on the namespace's loopback only: nothing but the API server talks to it.
-	etcd, err := c.start(ctx, daemon{name: "etcd", netns: s.CtlNetns(), cgroup: cg, argv: []string{
+	_, err := c.start(ctx, daemon{name: "etcd", netns: s.CtlNetns(), cgroup: cg, argv: []string{
 		c.hostBin("etcd"),
 		"--name=cnb", "--data-dir=" + filepath.Join(dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
@@ -28,8 +28,7 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.watch(etcd)
-	api, err := c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
+	_, err = c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
 		c.bin("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--advertise-address=" + p.ControlPlaneIP().String(),
@@ -52,7 +51,6 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	c.watch(api)
 	c.progress("waiting for the API server")
 	if err := c.waitAPIServer(ctx); err != nil {
 		return err
@@ -74,19 +72,14 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		// Without a cloud provider the route controller would only complain.
 		"--configure-cloud-routes=false",
 	)
-	cm, err := c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
+	_, err = c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
 		argv: append([]string{c.bin("kube-controller-manager")}, cmArgs...)})
 	if err != nil {
 		return err
 	}
-	c.watch(cm)
-	sched, err := c.start(ctx, daemon{name: "kube-scheduler", netns: s.CtlNetns(), cgroup: cg,
+	_, err = c.start(ctx, daemon{name: "kube-scheduler", netns: s.CtlNetns(), cgroup: cg,
 		argv: append([]string{c.bin("kube-scheduler")}, expand(common, "scheduler")...)})
-	if err != nil {
-		return err
-	}
-	c.watch(sched)
-	return nil
+	return err
 }
 
 // expand fills the {who} in each argument.

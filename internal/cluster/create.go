@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -171,6 +172,7 @@ func (c *creator) abort(cause error) error {
 	// A fresh context: the create's own may be the one that was cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	c.killOwn(ctx)
 	if err := Delete(ctx, DeleteOptions{Name: c.spec.Name, Layout: c.layout, Out: c.out}); err != nil {
 		cause = fmt.Errorf("%w\ncleanup after the failure also failed: %v", cause, err)
 	}
@@ -178,6 +180,25 @@ func (c *creator) abort(cause error) error {
 		cause = fmt.Errorf("%w\nlogs of the failed cluster: %s", cause, kept)
 	}
 	return cause
+}
+
+// killOwn kills the daemons this create started and waits until they are reaped. Delete finds
+// processes through the cluster's cgroup, but a daemon started a moment ago may still be in its
+// nsenter/sh prologue, not yet in that cgroup; as the parent, create knows it regardless.
+func (c *creator) killOwn(ctx context.Context) {
+	c.mu.Lock()
+	own := append([]*running(nil), c.daemons...)
+	c.mu.Unlock()
+	for _, r := range own {
+		_ = syscall.Kill(r.pid, syscall.SIGKILL)
+	}
+	for _, r := range own {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // reserve allocates the name and address block under a lock and writes the spec, before any
@@ -255,7 +276,8 @@ func (c *creator) progress(format string, args ...any) {
 	fmt.Fprintf(c.out, "[%5.1fs] %s\n", time.Since(c.began).Seconds(), fmt.Sprintf(format, args...))
 }
 
-// watch registers a daemon whose death should fail the create at once.
+// watch registers a started daemon: its death fails the create at once, and an aborted create
+// kills it.
 func (c *creator) watch(r *running) {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -115,11 +115,16 @@ func (d deleter) stopAll(ctx context.Context) {
 	stopPids(ctx, byPidFile("kube-scheduler", "kube-controller-manager"), 5*time.Second)
 	stopPids(ctx, byPidFile("kube-apiserver"), 10*time.Second)
 	stopPids(ctx, byPidFile("etcd"), 10*time.Second)
-	for i := 0; i < 50; i++ {
+	// Empty must stay empty for a few checks: a daemon whose starter was killed mid-start may
+	// still be in its nsenter/sh prologue, about to join the cgroup.
+	for i, empty := 0, 0; i < 100 && empty < 3; i++ {
 		pids := pidsUnder(d.hier, root)
 		if len(pids) == 0 {
-			return
+			empty++
+			time.Sleep(100 * time.Millisecond)
+			continue
 		}
+		empty = 0
 		stopPids(ctx, pids, 0)
 	}
 }

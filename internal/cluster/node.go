@@ -63,7 +63,6 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	c.watch(r)
 	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), 30*time.Second, func() (bool, error) {
 		return c.ctr(ctx, i, "version") == nil, r.exited()
 	})
@@ -223,18 +222,14 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 	if err := os.WriteFile(confPath, data, 0o644); err != nil {
 		return fmt.Errorf("write kubelet config of %s: %w", node, err)
 	}
-	r, err := c.start(ctx, daemon{
+	_, err = c.start(ctx, daemon{
 		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
 		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", c.bin("kubelet"), "--config=" + confPath,
 			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
 			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
 			"--node-ip=" + p.NodeIP(i).String(), "--v=1"},
 	})
-	if err != nil {
-		return err
-	}
-	c.watch(r)
-	return nil
+	return err
 }
 
 // startKubeProxy writes node i's kube-proxy configuration and starts it.
@@ -261,15 +256,11 @@ func (c *creator) startKubeProxy(ctx context.Context, i int) error {
 	if err := os.WriteFile(confPath, data, 0o644); err != nil {
 		return fmt.Errorf("write kube-proxy config of %s: %w", node, err)
 	}
-	r, err := c.start(ctx, daemon{
+	_, err = c.start(ctx, daemon{
 		name: node + "-kube-proxy", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
 		argv: []string{c.bin("kube-proxy"), "--config=" + confPath, "--v=1"},
 	})
-	if err != nil {
-		return err
-	}
-	c.watch(r)
-	return nil
+	return err
 }
 
 // resolvConf is the cluster's resolv.conf for the kubelets: search and options only.

@@ -95,11 +95,9 @@ func (c *creator) startDatapathDaemons(ctx context.Context, dpc datapath.Cluster
 		if d.Node > 0 {
 			netns, cg = c.spec.NodeNetns(d.Node), c.spec.CgroupRoot()+"/"+c.spec.NodeName(d.Node)+"/system"
 		}
-		r, err := c.start(ctx, daemon{name: d.Name, netns: netns, cgroup: cg, argv: d.Argv, env: d.Env})
-		if err != nil {
+		if _, err := c.start(ctx, daemon{name: d.Name, netns: netns, cgroup: cg, argv: d.Argv, env: d.Env}); err != nil {
 			return err
 		}
-		c.watch(r)
 	}
 	for _, d := range daemons {
 		if d.Ready == nil {

@@ -75,6 +75,7 @@ func (c *creator) start(ctx context.Context, d daemon) (*running, error) {
 		r.err = cmd.Wait()
 		close(r.done)
 	}()
+	c.watch(r)
 	return r, nil
 }
 
