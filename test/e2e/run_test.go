@@ -253,11 +253,13 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 	ratio := ours[0] / theirs[0]
 	t.Logf("RTT p50 cross-node, best of 5 rounds: cnibench rr %.1f us, sockperf %.1f us, ratio %.2f (all rounds: %v vs %v)",
 		ours[0], theirs[0], ratio, ours, theirs)
-	// Both measure one TCP round trip of 64 bytes between the same pods; they differ in their
-	// user-space loops (Go runtime scheduling vs sockperf's C loop), worth tens of microseconds
-	// at most. A factor of two either way would mean one of them measures something else.
-	if ratio < 0.5 || ratio > 2 {
-		t.Errorf("in-house RR p50 %.1f us vs sockperf %.1f us: ratio %.2f outside [0.5, 2]", ours[0], theirs[0], ratio)
+	// Both measure one TCP round trip of 64 bytes between the same pods; they differ in how they
+	// wait: sockperf blocks in recv and pays the wake-up of an idle vCPU, Go's runtime spins a
+	// little before parking, which on this 2-vCPU VM has shown up to about 1.8x (36 vs 64 us).
+	// Measuring something else shows as far more: a connect per transaction is about 7x, Nagle
+	// with delayed ACKs about 1000x. Hence a factor of three either way.
+	if ratio < 1.0/3 || ratio > 3 {
+		t.Errorf("in-house RR p50 %.1f us vs sockperf %.1f us: ratio %.2f outside [1/3, 3]", ours[0], theirs[0], ratio)
 	}
 }
 
