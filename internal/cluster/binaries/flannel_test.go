@@ -127,21 +127,9 @@ func TestEnsureBuildsFlannel(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds flanneld")
 	}
-	if _, err := goTool(); err != nil {
-		t.Skip(err)
-	}
-	comp, err := Lookup(Flannel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	c := Cache{Dir: t.TempDir()}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer cancel()
-	var out bytes.Buffer
-	if err := c.Ensure(ctx, &out, comp); err != nil {
-		t.Fatalf("Ensure: %v\noutput:\n%s", err, out.String())
-	}
-	t.Logf("Ensure:\n%s", out.String())
+	c, _, _ := ensureInTempCache(ctx, t, Flannel)
 	if b, err := exec.CommandContext(ctx, c.Path(FlanneldBinary), "--version").CombinedOutput(); err != nil ||
 		strings.TrimSpace(string(b)) != FlannelVersion {
 		t.Errorf("flanneld --version: %v: %q", err, b)
