@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport"
 	"net"
 	"os/exec"
 	"regexp"
@@ -54,6 +55,7 @@ func TestRRAgreesWithSockperf(t *testing.T) {
 	)
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
+	testsupport.KeepCPUsAwake(t)
 
 	spPort := startSockperfServer(ctx, t, sockperf)
 	echoPort := startEcho(t, sockperfMsgSize)

@@ -121,7 +121,7 @@ func (r *run) loop(ctx context.Context, byName map[string]*target, res *Result) 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s := r.measure(ctx, byName[st.Combo.Target], st)
+		s := r.measureWithRetry(ctx, byName[st.Combo.Target], st)
 		if ctx.Err() != nil {
 			// The sample was cut short by Ctrl-C: it is not a measurement.
 			return ctx.Err()
@@ -144,6 +144,28 @@ func (r *run) loop(ctx context.Context, byName map[string]*target, res *Result) 
 		}
 	}
 	return nil
+}
+
+// sampleAttempts bounds the tries of one sample. The tools fail now and then for reasons of
+// their own (iperf3 3.12's server sometimes resets its control connection after a test); a
+// sample that fails every time is stored as failed.
+const sampleAttempts = 3
+
+// measureWithRetry runs a step, trying again after a pause when it fails.
+func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.Sample {
+	var s store.Sample
+	for attempt := 1; attempt <= sampleAttempts; attempt++ {
+		s = r.measure(ctx, tg, st)
+		if s.Error == "" || ctx.Err() != nil || attempt == sampleAttempts {
+			break
+		}
+		r.progress("sample %d (%s %s %s) failed, trying again: %s", st.Seq, s.Target, s.Path, s.Workload, s.Error)
+		select {
+		case <-ctx.Done():
+		case <-time.After(time.Second):
+		}
+	}
+	return s
 }
 
 // report prints one progress line per sample.
