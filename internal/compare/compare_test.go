@@ -5,7 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
@@ -32,11 +31,7 @@ const (
 func fill(t *testing.T) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := fixture.TempStore(t)
 	const n = 8
 	stream := func(target, path string, gbps, cpu float64) fixture.Cell {
 		return fixture.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
@@ -58,7 +53,7 @@ func fill(t *testing.T) *store.DB {
 	}
 	cilium := stream("cilium-vxlan", "cross-node", 12, 1.3)
 	cilium.Failed = 1
-	err = fixture.Add(ctx, db, fixture.Run{ID: run1, Started: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+	err := fixture.Add(ctx, db, fixture.Run{ID: run1, Started: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
 		Targets: []store.Target{
 			{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}},
 			{Name: "cilium-vxlan", Fingerprint: map[string]string{"cni": "cilium", "kernel": "6.1.0", "tunnel": "vxlan"}}},

@@ -35,11 +35,7 @@ func trickyFingerprint() map[string]string {
 func fill(t *testing.T) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db, err := store.Open(ctx, filepath.Join(t.TempDir(), "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { db.Close() })
+	db := fixture.TempStore(t)
 	cell := func(target, path string, mean float64) fixture.Cell {
 		return fixture.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
 			Metrics:   map[string][]float64{"throughput_gbps": fixture.Normal(5, mean, 0.3), "retransmits": {0, 1, 0, 2, 0}},
@@ -47,7 +43,7 @@ func fill(t *testing.T) *store.DB {
 	}
 	failing := cell("cilium-vxlan", "cross-node", 12)
 	failing.Failed = 1
-	err = fixture.Add(ctx, db, fixture.Run{ID: runA, Started: t0(),
+	err := fixture.Add(ctx, db, fixture.Run{ID: runA, Started: t0(),
 		Targets: []store.Target{{Name: "bridge", Fingerprint: trickyFingerprint()}, {Name: "cilium-vxlan"}},
 		Cells:   []fixture.Cell{cell("bridge", "host-network", 20), cell("bridge", "cross-node", 10), failing}})
 	if err != nil {
