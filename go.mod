@@ -6,6 +6,7 @@ require (
 	github.com/google/go-containerregistry v0.20.6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/spf13/cobra v1.10.1
+	golang.org/x/sync v0.24.0
 	golang.org/x/sys v0.49.0
 	gonum.org/v1/gonum v0.17.0
 	k8s.io/api v0.34.2
@@ -55,7 +56,6 @@ require (
 	go.yaml.in/yaml/v3 v3.0.4 // indirect
 	golang.org/x/net v0.61.0 // indirect
 	golang.org/x/oauth2 v0.30.0 // indirect
-	golang.org/x/sync v0.24.0 // indirect
 	golang.org/x/term v0.47.0 // indirect
 	golang.org/x/text v0.43.0 // indirect
 	golang.org/x/time v0.9.0 // indirect

@@ -21,7 +21,7 @@ func newAgentCommand() *cobra.Command {
 	cmd.AddCommand(newAgentEchoServerCommand(),
 		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
 		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
-		newAgentStatCommand())
+		newAgentStatCommand(), newAgentProbeCommand())
 	return cmd
 }
 
@@ -85,6 +85,28 @@ func newAgentStatCommand() *cobra.Command {
 			return writeJSON(cmd, s)
 		},
 	}
+}
+
+func newAgentProbeCommand() *cobra.Command {
+	var target string
+	var timeout time.Duration
+	cmd := &cobra.Command{
+		Use:   "probe",
+		Short: "Open one TCP connection and print how it ended (open, refused or timeout) as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			res, err := agent.Probe(cmd.Context(), target, timeout)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, res)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&target, "target", "", "host:port to connect to (required)")
+	f.DurationVar(&timeout, "timeout", time.Second, "how long to wait for the handshake")
+	_ = cmd.MarkFlagRequired("target")
+	return cmd
 }
 
 // writeJSON prints v as one line of JSON on the command's stdout, for the caller to parse.

@@ -6,6 +6,7 @@ import (
 	"github.com/cnibench/cnibench/internal/bench"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
 )
 
@@ -14,7 +15,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes, datapaths string
+	var paths, nodes, datapaths, policies string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -28,6 +29,12 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 			}
 			if datapaths != "" {
 				o.Overrides.Datapaths = strings.Split(datapaths, ",")
+			}
+			if policies != "" {
+				var err error
+				if o.Overrides.NetworkPolicies, err = suite.ParseNetworkPolicies(policies); err != nil {
+					return err
+				}
 			}
 			if nodes != "" {
 				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
@@ -51,6 +58,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")
 	f.StringVar(&o.Overrides.Datapath, "datapath", "", "local cluster datapath (default bridge)")
 	f.StringVar(&datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
+	f.StringVar(&policies, "network-policies", "", "measure each target under these NetworkPolicy variants, a local cluster each: none, allow (a policy admitting the client to the servers), with +N unrelated policies (e.g. none,allow,allow+100,allow+1000)")
 	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables)")
 	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
 	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost")

@@ -63,7 +63,12 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--cert-dir=" + filepath.Join(dir, "{who}"),
 	}
 	cmArgs := append(expand(common, "controller-manager"),
-		"--cluster-signing-cert-file="+pk("ca.crt"), "--cluster-signing-key-file="+pk("ca.key"),
+		// Node certificates are issued up front, so nothing signs CSRs; the four signers would
+		// each hold an inotify instance on the CA files, and root's instances are what limits
+		// how many clusters run at once.
+		"--controllers=*,-csrsigning",
+		// The default, /usr/libexec/kubernetes/..., would be created on the host.
+		"--flex-volume-plugin-dir="+filepath.Join(dir, "controller-manager", "volume-plugins"),
 		"--root-ca-file="+pk("ca.crt"), "--service-account-private-key-file="+pk("sa.key"),
 		"--use-service-account-credentials=true",
 		"--service-cluster-ip-range="+p.ServiceCIDR().String(),

@@ -9,13 +9,14 @@ import (
 	"syscall"
 )
 
-// inotifyPerCluster and inotifyPerNode estimate the inotify instances a cluster holds, measured
-// on a running cluster: the control plane about 10 (controller-manager 6, API server 3,
-// scheduler 1), each node about 9 (kubelet 6, containerd 2, kube-proxy 1), with room for the
-// datapath's daemons and CoreDNS.
+// inotifyPerCluster and inotifyPerNode estimate the inotify instances a new cluster will hold,
+// measured on running clusters of every datapath (flanneld, the cilium agents and CoreDNS hold
+// none): the control plane 6 (API server 3, controller-manager 2, scheduler 1), each node 9
+// (kubelet 6, containerd 2, kube-proxy 1), plus one each of headroom. Clusters that already
+// run are counted, not estimated, so five two-node clusters (120) fit the default limit of 128.
 const (
-	inotifyPerCluster = 14
-	inotifyPerNode    = 12
+	inotifyPerCluster = 7
+	inotifyPerNode    = 10
 )
 
 // checkInotify refuses a create that would exhaust root's inotify instances

@@ -202,9 +202,11 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		"clusterDomain":            "cluster.local",
 		"clusterDNS":               []string{p.DNSServiceIP().String()},
 		// A resolv.conf with no nameserver: pods must never reach the host's resolver.
-		"resolvConf":  c.resolvConf(),
-		"podLogsDir":  filepath.Join(dir, "pod-logs"),
-		"oomScoreAdj": 0,
+		"resolvConf": c.resolvConf(),
+		"podLogsDir": filepath.Join(dir, "pod-logs"),
+		// The default, /usr/libexec/kubernetes/..., would be created on the host.
+		"volumePluginDir": filepath.Join(dir, "volume-plugins"),
+		"oomScoreAdj":     0,
 		// Local images are imported, never pulled: garbage collection must not remove them.
 		"imageGCHighThresholdPercent": 100,
 		"imageGCLowThresholdPercent":  99,

@@ -17,6 +17,7 @@ func fixedPaths() []string {
 		"/var/log/containers", "/var/log/pods", "/var/lib/kubelet", "/var/lib/cni", "/var/lib/containerd",
 		"/run/containerd", "/run/nri", "/run/flannel", "/run/cilium", "/var/run/cilium", "/var/lib/cilium",
 		"/etc/cni", "/opt/cni", "/opt/containerd", "/etc/kubernetes", "/var/lib/etcd", "/sys/fs/bpf",
+		"/usr/libexec/kubernetes",
 	}
 }
 

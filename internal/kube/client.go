@@ -50,8 +50,8 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 }
 
 // Preflight fails with one clear error when the API server cannot be reached or the
-// credentials lack a permission a run needs.
-func (c *Client) Preflight(ctx context.Context, namespace string) error {
+// credentials lack a permission a run needs; policies adds the NetworkPolicy permissions.
+func (c *Client) Preflight(ctx context.Context, namespace string, policies bool) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := c.CS.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
@@ -64,6 +64,11 @@ func (c *Client) Preflight(ctx context.Context, namespace string) error {
 		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: namespace},
 		{Verb: "create", Resource: "services", Namespace: namespace},
 		{Verb: "list", Resource: "nodes"},
+	}
+	if policies {
+		needs = append(needs,
+			authv1.ResourceAttributes{Verb: "create", Group: "networking.k8s.io", Resource: "networkpolicies", Namespace: namespace},
+			authv1.ResourceAttributes{Verb: "deletecollection", Group: "networking.k8s.io", Resource: "networkpolicies", Namespace: namespace})
 	}
 	var missing []string
 	for _, ra := range needs {

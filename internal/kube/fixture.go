@@ -253,6 +253,10 @@ func (c *Client) Teardown(ctx context.Context, namespace, runID string, ownNames
 		if err := c.CS.CoreV1().Services(namespace).Delete(ctx, "cnibench-server-b", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete service: %w", err)
 		}
+		if err := c.CS.NetworkingV1().NetworkPolicies(namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+			metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete network policies of run %s: %w", runID, err)
+		}
 		grace := int64(0)
 		if err := c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
 			metav1.ListOptions{LabelSelector: sel}); err != nil {

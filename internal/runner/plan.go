@@ -59,12 +59,16 @@ func Estimate(steps []Step) time.Duration {
 // PrintPlan writes the schedule, one sample a line, and its estimated duration.
 func PrintPlan(w io.Writer, steps []Step, seed int64) {
 	fmt.Fprintf(w, "plan: %d samples, seed %d, estimated %s plus setup\n", len(steps), seed, Estimate(steps).Round(time.Second))
+	width := 10
+	for _, s := range steps {
+		width = max(width, len(s.Combo.Target))
+	}
 	for _, s := range steps {
 		kind := "measure"
 		if s.Warmup() {
 			kind = "warm-up"
 		}
 		ew := s.Combo.Workload.Engine(s.Duration)
-		fmt.Fprintf(w, "%4d  round %d  %-7s  %-10s %-15s %-22s %s\n", s.Seq, s.Round, kind, s.Combo.Target, s.Combo.Path, ew.ID(), s.Duration)
+		fmt.Fprintf(w, "%4d  round %d  %-7s  %-*s %-15s %-22s %s\n", s.Seq, s.Round, kind, width, s.Combo.Target, s.Combo.Path, ew.ID(), s.Duration)
 	}
 }

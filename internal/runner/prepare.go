@@ -123,7 +123,8 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		}
 		known["cluster"] = "context " + t.Context
 	}
-	if err := tg.client.Preflight(ctx, tg.namespace); err != nil {
+	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
+	if err := tg.client.Preflight(ctx, tg.namespace, policy); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	placement, err := tg.client.Place(ctx, r.opts.Placement)
@@ -142,6 +143,14 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if t.NetworkPolicy != nil {
+		known["network_policy"] = t.NetworkPolicy.String()
+	}
+	if policy {
+		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, list); err != nil {
+			return tg, fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)
+		}
 	}
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image

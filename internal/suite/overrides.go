@@ -16,6 +16,8 @@ type Overrides struct {
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
 	Seed                int64
+	// NetworkPolicies measures each target once per variant, a local cluster per variant.
+	NetworkPolicies []NetworkPolicy
 }
 
 // Resolve loads the suite file (or the default suite) and applies the overrides.
@@ -51,6 +53,12 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			if o.LocalCluster != "" {
 				l.Cluster = o.LocalCluster
 			}
+		}
+	}
+	if len(o.NetworkPolicies) > 0 {
+		var err error
+		if s.Targets, err = withPolicyVariants(s.Targets, o.NetworkPolicies); err != nil {
+			return Suite{}, err
 		}
 	}
 	if len(o.Paths) > 0 {

@@ -45,6 +45,8 @@ type Target struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 	Local      *Local `json:"local,omitempty"`
+	// NetworkPolicy is the policy variant the target is measured under; nil creates none.
+	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
 }
 
 // Local describes an embedded local cluster target.

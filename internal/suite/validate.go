@@ -41,6 +41,9 @@ func (s Suite) Validate() error {
 			}
 			clusters[t.Local.Cluster] = true
 		}
+		if t.NetworkPolicy != nil {
+			errs = append(errs, validatePolicy(i, t)...)
+		}
 	}
 	known := map[string]bool{}
 	for _, p := range AllPaths() {
@@ -89,4 +92,40 @@ func (w Workload) Engine(d time.Duration) engine.Workload {
 		ew.Streams = 1
 	}
 	return ew
+}
+
+// validatePolicy checks a target's policy variant: a bounded number of extra policies, and a
+// local datapath that enforces policies at all (a remote cluster's is checked when the run
+// verifies enforcement).
+func validatePolicy(i int, t Target) []error {
+	var errs []error
+	p := *t.NetworkPolicy
+	if p.Extra < 0 || p.Extra > MaxExtraPolicies {
+		errs = append(errs, fmt.Errorf("targets[%d].networkPolicy.extra: expected 0-%d, got %d", i, MaxExtraPolicies, p.Extra))
+	}
+	if !p.Any() || t.Local == nil {
+		return errs
+	}
+	dp, err := datapath.Lookup(t.Local.Datapath)
+	if err != nil {
+		return errs // reported with the datapath field
+	}
+	if e, ok := dp.(policyEnforcer); !ok || !e.EnforcesNetworkPolicy() {
+		errs = append(errs, fmt.Errorf("targets[%d].networkPolicy: datapath %s does not enforce NetworkPolicy, so %s would measure nothing; expected a datapath that does (%s)",
+			i, t.Local.Datapath, p, strings.Join(enforcingDatapaths(), ", ")))
+	}
+	return errs
+}
+
+// enforcingDatapaths lists the datapaths that enforce NetworkPolicy.
+func enforcingDatapaths() []string {
+	var out []string
+	for _, name := range datapath.Names() {
+		if dp, err := datapath.Lookup(name); err == nil {
+			if e, ok := dp.(policyEnforcer); ok && e.EnforcesNetworkPolicy() {
+				out = append(out, name)
+			}
+		}
+	}
+	return out
 }

@@ -69,6 +69,15 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("workload", func(t *testing.T) { newWorkload(ctx, t, lifecycleCluster).run() })
+	// Root's inotify instances (128 by default) decide how many clusters run at once: five
+	// datapaths side by side need each cluster within 24.
+	t.Run("inotify instances within budget", func(t *testing.T) {
+		if n := clusterInotify(t, lifecycleCluster); n > 24 {
+			t.Errorf("the cluster holds %d inotify instances, over 24 (five would not fit in 128)", n)
+		} else {
+			t.Logf("the cluster holds %d inotify instances", n)
+		}
+	})
 
 	// A second cluster alongside the first, with the other kube-proxy mode: clusters must get
 	// disjoint ranges and work at the same time (datapath comparisons run them side by side).
@@ -263,4 +272,27 @@ func (w *workload) iperf(t *testing.T, client, target string) {
 		t.Errorf("iperf3 from %s to %s received no bytes:\n%s", client, target, out)
 	}
 	t.Logf("%s -> %s: %.1f MB in 1 s", client, target, res.End.SumReceived.Bytes/1e6)
+}
+
+// clusterInotify counts the inotify instances held by the processes in a cluster's cgroup.
+func clusterInotify(t *testing.T, name string) int {
+	t.Helper()
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, p := range procs {
+		cg, err := os.ReadFile(filepath.Join("/proc", p.Name(), "cgroup"))
+		if err != nil || !strings.Contains(string(cg), "/cnb-"+name+"/") {
+			continue
+		}
+		fds, _ := os.ReadDir(filepath.Join("/proc", p.Name(), "fd"))
+		for _, fd := range fds {
+			if target, _ := os.Readlink(filepath.Join("/proc", p.Name(), "fd", fd.Name())); target == "anon_inode:inotify" {
+				n++
+			}
+		}
+	}
+	return n
 }

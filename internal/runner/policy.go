@@ -1,0 +1,124 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// closedPort is a port no server listens on: probes to it are refused while no policy is
+// enforced and time out once one drops them.
+const closedPort = serverPortBase - 1
+
+// enforceTimeout bounds the wait for a datapath to enforce a new policy; an agent working
+// through a thousand policies takes seconds, one that ignores policies never gets there.
+const enforceTimeout = 3 * time.Minute
+
+// applyPolicy puts a target under its NetworkPolicy variant and, for an allow policy, waits
+// until the datapath enforces it: a figure measured before the policy bites would be labelled
+// with a variant it did not measure.
+func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy, servers []kube.Server) error {
+	server := probeServer(tg.fixture)
+	_, hasClient := tg.fixture.Pods[kube.RoleClient]
+	verify := p.Allow && server != "" && hasClient
+	if verify {
+		// Before any policy the closed port must answer with a refusal; otherwise a timeout
+		// afterwards would prove nothing.
+		out, err := r.probe(ctx, tg, server, closedPort)
+		if err != nil {
+			return err
+		}
+		if out != agent.ProbeRefused {
+			return fmt.Errorf("before any policy, a probe of %s port %d ended %s, not refused: cannot tell whether the policy is enforced", server, closedPort, out)
+		}
+	}
+	spec := kube.PolicySpec{Namespace: tg.namespace, RunID: r.id, Allow: p.Allow, Extra: p.Extra}
+	for _, s := range servers {
+		spec.Ports = append(spec.Ports, s.Port)
+	}
+	if p.Extra > 0 {
+		r.progress("target %s: creating %d unrelated NetworkPolicies", tg.name, p.Extra)
+	}
+	began := time.Now()
+	err := tg.client.ApplyPolicies(ctx, spec, func(n int) {
+		r.progress("target %s: %d of %d created", tg.name, n, p.Extra)
+	})
+	if err != nil {
+		return err
+	}
+	switch {
+	case verify:
+		return r.awaitEnforced(ctx, tg, server, servers[0].Port, began)
+	case p.Allow:
+		r.progress("target %s: the allow policy selects no measured pod (no pod-network path), nothing to verify", tg.name)
+	}
+	return nil
+}
+
+// awaitEnforced polls until probes of the closed port time out, then checks that the
+// allowed port still admits the client.
+func (r *run) awaitEnforced(ctx context.Context, tg *target, server string, allowed int, began time.Time) error {
+	deadline := time.Now().Add(enforceTimeout)
+	for {
+		out, err := r.probe(ctx, tg, server, closedPort)
+		if err != nil {
+			return err
+		}
+		if out == agent.ProbeTimeout {
+			break
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the datapath did not enforce NetworkPolicy %s within %s (probes of %s port %d still end %s); does it enforce policies?",
+				kube.AllowPolicyName, enforceTimeout, server, closedPort, out)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	out, err := r.probe(ctx, tg, server, allowed)
+	if err != nil {
+		return err
+	}
+	if out != agent.ProbeOpen {
+		return fmt.Errorf("policy %s is enforced but the client's connection to %s port %d ended %s: the policy drops measured traffic", kube.AllowPolicyName, server, allowed, out)
+	}
+	r.progress("target %s: NetworkPolicy enforced %.1fs after the first create", tg.name, time.Since(began).Seconds())
+	return nil
+}
+
+// probe runs `cnibench agent probe` in the client pod.
+func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (string, error) {
+	addr := net.JoinHostPort(ip, strconv.Itoa(port))
+	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	raw, err := tg.client.Exec(pctx, tg.namespace, tg.fixture.Pods[kube.RoleClient].Name, kube.ClientContainer,
+		[]string{"cnibench", "agent", "probe", "--target", addr, "--timeout", "1s"})
+	if err != nil {
+		return "", fmt.Errorf("probe %s: %w", addr, err)
+	}
+	var res agent.ProbeResult
+	if err := json.Unmarshal(raw, &res); err != nil {
+		return "", fmt.Errorf("probe %s: parse %q: %w", addr, raw, err)
+	}
+	return res.Outcome, nil
+}
+
+// probeServer is the pod-network server the enforcement probes target: the cross-node one
+// when the run has it.
+func probeServer(f *kube.Fixture) string {
+	for _, role := range []string{kube.RoleServerB, kube.RoleServerA} {
+		if p, ok := f.Pods[role]; ok {
+			return p.Status.PodIP
+		}
+	}
+	return ""
+}
