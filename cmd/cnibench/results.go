@@ -27,8 +27,8 @@ func newResultsCommand() *cobra.Command {
 	return cmd
 }
 
-// storeFlags binds --store, and --results as a hidden alias so that the location flag of
-// `cnibench run` works here too; persistent flags reach every subcommand.
+// storeFlags binds --store, and --results as a hidden alias (run's first spelling), on every
+// command that reads or writes results; persistent flags reach every subcommand.
 func storeFlags(cmd *cobra.Command, location *string, persistent bool) {
 	f := cmd.Flags()
 	if persistent {

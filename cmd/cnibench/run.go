@@ -68,7 +68,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
-	f.StringVar(&o.Results, "results", "", "results database file or directory (default ~/.local/share/cnibench/results.db)")
+	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
 	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table, json or yaml")
 	return cmd
 }

@@ -28,7 +28,7 @@ func TestRunMeasuresNetworkPolicyVariants(t *testing.T) {
 	dir := t.TempDir()
 	run := startCLI(t, "run", "-f", "../../examples/network-policy.yaml", "--datapaths", "cilium-vxlan",
 		"--network-policies", "none,allow+100", "--repetitions", "2", "--duration", "1s", "--warmup", "1s",
-		"--results", filepath.Join(dir, "results.db"), "-o", "json")
+		"--store", filepath.Join(dir, "results.db"), "-o", "json")
 	if !run.waitLine(t, "NetworkPolicy enforced", 12*time.Minute) {
 		t.Fatalf("run ended before enforcing the policy:\n%s", run.output())
 	}
@@ -61,6 +61,7 @@ func TestRunMeasuresNetworkPolicyVariants(t *testing.T) {
 	if err := run.wait(t, 15*time.Minute); err != nil {
 		t.Fatalf("run: %v\n%s", err, run.output())
 	}
+	t.Logf("output:\n%s", run.output())
 	checkPolicyResults(t, run.output())
 	assertClean(t, before)
 }
