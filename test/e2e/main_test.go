@@ -36,6 +36,11 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	cnibenchBin = filepath.Join(dir, "cnibench")
+	// kubectl, which the tests run as a user would, caches discovery in ~/.kube by default.
+	if err := os.Setenv("KUBECACHEDIR", filepath.Join(dir, "kube-cache")); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(1)
+	}
 	build := exec.Command("go", "build", "-o", cnibenchBin, "github.com/cnibench/cnibench/cmd/cnibench")
 	build.Env = append(os.Environ(), "CGO_ENABLED=0")
 	build.Stdout, build.Stderr = os.Stderr, os.Stderr
