@@ -91,7 +91,6 @@ func withPolicyVariants(targets []Target, variants []NetworkPolicy) ([]Target, e
 		}
 		for i, p := range variants {
 			v := t
-			p := p
 			v.NetworkPolicy = &p
 			if len(variants) > 1 {
 				v.Name = t.Name + "." + p.String()
