@@ -168,13 +168,14 @@ func checkPlausible(t *testing.T, rows []jsonRow) {
 			t.Errorf("%s: mean %g outside its CI [%g, %g]", key, r.Mean, r.Low, r.High)
 		}
 		switch {
-		case r.Metric == "throughput_gbps":
-			// Nothing between two pods beats loopback inside one pod, measured in the same run; the
-			// slack covers the noise of two samples.
-			loop := got["localhost "+r.Workload+" throughput_gbps"]
-			if r.Mean <= 0 || r.Mean > 1.3*loop.Mean {
-				t.Errorf("%s: %.2f Gbit/s, loopback %.2f", key, r.Mean, loop.Mean)
+		case r.Metric == "throughput_gbps" && strings.HasPrefix(r.Workload, "udp-stream/"):
+			// iperf3 paces UDP at the offered 200 Mbit/s, so what arrives is a unit check: bits
+			// for bytes or Mbit for Gbit would be off by 8x or 1000x. Loss may take some of it.
+			if r.Mean < 0.1 || r.Mean > 0.21 {
+				t.Errorf("%s: %.3f Gbit/s received of 0.2 offered", key, r.Mean)
 			}
+		case r.Metric == "throughput_gbps":
+			checkTCPThroughput(t, key, r, got["localhost "+r.Workload+" throughput_gbps"])
 		case r.Metric == "loss_pct":
 			if r.Mean < 0 || r.Mean > 100 {
 				t.Errorf("%s: loss %.2f %%", key, r.Mean)
@@ -195,6 +196,19 @@ func checkPlausible(t *testing.T, rows []jsonRow) {
 				t.Errorf("%s: p50 %g, p90 %g, p99 %g", base, r.Mean, p90.Mean, p99.Mean)
 			}
 		}
+	}
+}
+
+// checkTCPThroughput bounds a TCP throughput by loopback inside one pod, measured in the same
+// run. Two pods on one node can come close to it: with two streams on these two vCPUs both paths
+// are CPU-bound kernel copies (same-node 23.4 [18.2, 26.3] Gbit/s vs loopback 24.9 [22.1, 26.2]
+// over 6 samples of 4 s), and single 1 s samples swing further (25.2 vs 18.7 once). Hence a
+// factor of two, and an absolute bound no two vCPUs reach, which a unit mistake (x8, x1000)
+// crosses on every path alike.
+func checkTCPThroughput(t *testing.T, key string, r, loop jsonRow) {
+	t.Helper()
+	if r.Mean <= 0 || r.Mean > 100 || r.Mean > 2*loop.Mean {
+		t.Errorf("%s: %.2f Gbit/s, loopback %.2f", key, r.Mean, loop.Mean)
 	}
 }
 
