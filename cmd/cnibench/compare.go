@@ -6,6 +6,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/spf13/cobra"
 )
 
@@ -24,6 +25,13 @@ func newCompareCommand() *cobra.Command {
 point of view: "better", "worse" or "no significant difference", using each metric's direction
 (throughput higher, latency and CPU cost lower); "n/a" where the direction is unknown.
 
+A verdict needs the interval to exclude 1 and the p-value, adjusted for giving all the
+comparison's verdicts at once, to be below 0.05. --p-adjust bh (the default) keeps the share of
+chance verdicts among those given at 5 % (Benjamini-Hochberg); holm keeps the chance of even one
+at 5 %, which with 5 runs a side and dozens of metrics calls nothing; none tests every metric on
+its own, so about one in twenty identical metrics comes out "better" or "worse". --metrics
+narrows the family as well as the output.
+
 A and B are each a run (id or unique prefix) or a target of a run written RUN/TARGET, e.g.
 two datapaths measured in one run:
 
@@ -38,6 +46,9 @@ The bootstrap is seeded (--seed), so the same comparison prints the same figures
 			}
 			if o.B, err = compare.ParseSide(args[1]); err != nil {
 				return fmt.Errorf("argument B: %w", err)
+			}
+			if !validFormat(o.Adjust, stats.AdjustMethods()...) {
+				return fmt.Errorf("--p-adjust %q: expected one of %s", o.Adjust, strings.Join(stats.AdjustMethods(), ", "))
 			}
 			if !validFormat(output, compare.Formats()...) && output != "markdown" {
 				return fmt.Errorf("-o %q: expected one of %s", output, strings.Join(compare.Formats(), ", "))
@@ -58,6 +69,8 @@ The bootstrap is seeded (--seed), so the same comparison prints the same figures
 	f.StringVarP(&output, "output", "o", compare.FormatTable, "output format: "+strings.Join(compare.Formats(), ", "))
 	f.StringSliceVar(&o.Metrics, "metrics", nil, "compare only these metrics (comma-separated), e.g. throughput_gbps,cpu_s_per_gb")
 	f.Int64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (stored in the output)")
+	f.StringVar(&o.Adjust, "p-adjust", compare.DefaultAdjust, "multiple-comparison adjustment of the verdicts' p-values: "+
+		strings.Join(stats.AdjustMethods(), ", "))
 	storeFlags(cmd, &location, false)
 	return cmd
 }

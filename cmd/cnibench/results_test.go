@@ -212,9 +212,13 @@ func TestCompareCommand(t *testing.T) {
 	if !strings.Contains(out, "| throughput_gbps [Gbit/s] |") || strings.Contains(out, "cpu_s_per_gb") || !strings.Contains(out, "seed 5") {
 		t.Errorf("compare -o md --metrics --seed:\n%s", out)
 	}
+	out = mustExecute(t, newCompareCommand(), cmdRun1+"/bridge", cmdRun1+"/cilium-vxlan", "--p-adjust", "none", "--store", path)
+	if !strings.Contains(out, "unadjusted for the number of rows") {
+		t.Errorf("compare --p-adjust none:\n%s", out)
+	}
 	out = mustExecute(t, newCompareCommand(), cmdRun2, cmdRun1+"/bridge", "-o", "json", "--store", path)
 	var doc map[string]any
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc["seed"] != 1.0 {
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc["seed"] != 1.0 || doc["p_adjust"] != "bh" {
 		t.Errorf("compare -o json: %v\n%s", err, out)
 	}
 	for _, c := range []struct {
@@ -225,6 +229,7 @@ func TestCompareCommand(t *testing.T) {
 		{[]string{cmdRun2 + "/", cmdRun2}, "argument A"},
 		{[]string{cmdRun2, cmdRun2, "-o", "html"}, "-o"},
 		{[]string{cmdRun2, cmdRun2, "--metrics", "nope"}, "--metrics"},
+		{[]string{cmdRun2, cmdRun2, "--p-adjust", "bonferroni"}, `--p-adjust "bonferroni": expected one of bh, holm, none`},
 		{[]string{cmdRun2}, "accepts 2 arg(s)"},
 	} {
 		_, err := execute(t, newCompareCommand(), append(c.args, "--store", path)...)

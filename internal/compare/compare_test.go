@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -195,14 +197,68 @@ func TestCompareDeterministic(t *testing.T) {
 	if r1.RatioLow == r2.RatioLow || r1.Verdict != r2.Verdict || r1.PValue != r2.PValue {
 		t.Errorf("seed 1 vs 99: %+v vs %+v", r1, r2)
 	}
-	// Filtering does not change a row's figures: every row uses the same seed.
+	// Filtering does not change a row's figures, since every row uses the same seed; only the
+	// adjusted p-value, whose family shrinks to the one row.
 	only, err := Compare(context.Background(), db, Options{A: sideOf(t, run1+"/bridge"), B: sideOf(t, run1+"/cilium-vxlan"),
 		Metrics: []string{"throughput_gbps"}, Seed: DefaultSeed})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(only.Rows) != 1 || !reflect.DeepEqual(only.Rows[0], r1) {
+	if len(only.Rows) != 1 || only.Rows[0].PAdjusted != only.Rows[0].PValue {
+		t.Fatalf("a family of one row keeps its p: %+v", only.Rows)
+	}
+	r1.PAdjusted = r1.PValue
+	if !reflect.DeepEqual(only.Rows[0], r1) {
 		t.Errorf("--metrics throughput_gbps: %+v, want just %+v", only.Rows, r1)
+	}
+}
+
+// The adjustment withdraws verdicts whose p-value only looks small among many, keeps those
+// that stand out as a family, leaves rows without a verdict out, and adjusts each workload and
+// path on its own.
+func TestAdjustWithdrawsChanceVerdicts(t *testing.T) {
+	row := func(workload string, p float64, verdict string) Row {
+		return Row{Path: "cross-node", Workload: workload, PValue: p, Verdict: verdict}
+	}
+	// One "worse" at p = 0.04 among nine clear non-differences: chance, by either method.
+	lone := []Row{row("w", 0.04, stats.VerdictWorse), row("w", math.NaN(), VerdictNA), row("w", 0.9, VerdictNA)}
+	for range 9 {
+		lone = append(lone, row("w", 0.5, stats.VerdictNone))
+	}
+	// Ten rows at p = 0.008, the floor of 5 vs 5 runs: Benjamini-Hochberg keeps all ten
+	// (0.008 * 10/10), Holm none (0.008 * 10).
+	floor := make([]Row, 10)
+	for i := range floor {
+		floor[i] = row("w", 0.008, stats.VerdictBetter)
+	}
+	// The same "worse" alone in its workload is a family of one, whatever the other holds.
+	apart := slices.Clone(lone)
+	apart[0].Workload = "v"
+	for _, c := range []struct {
+		name, method string
+		rows         []Row
+		verdicts     int
+	}{
+		{"lone", stats.AdjustNone, lone, 1}, {"lone", stats.AdjustBH, lone, 0}, {"lone", stats.AdjustHolm, lone, 0},
+		{"floor", stats.AdjustNone, floor, 10}, {"floor", stats.AdjustBH, floor, 10}, {"floor", stats.AdjustHolm, floor, 0},
+		{"apart", stats.AdjustBH, apart, 1}, {"apart", stats.AdjustHolm, apart, 1},
+	} {
+		rows := slices.Clone(c.rows)
+		if err := adjust(rows, c.method, stats.DefaultAlpha); err != nil {
+			t.Fatal(err)
+		}
+		verdicts := 0
+		for i, r := range rows {
+			if r.Verdict == stats.VerdictBetter || r.Verdict == stats.VerdictWorse {
+				verdicts++
+			}
+			if (c.rows[i].Verdict == VerdictNA) != (r.Verdict == VerdictNA) || (r.Verdict == VerdictNA) != math.IsNaN(r.PAdjusted) {
+				t.Errorf("%s, %s: row %d %+v, was %+v", c.name, c.method, i, r, c.rows[i])
+			}
+		}
+		if verdicts != c.verdicts {
+			t.Errorf("%s, %s: %d verdicts, want %d", c.name, c.method, verdicts, c.verdicts)
+		}
 	}
 }
 
@@ -264,8 +320,10 @@ func jsonOf(t *testing.T, res Result) map[string]any {
 
 func TestWriteJSON(t *testing.T) {
 	doc := jsonOf(t, targets(t, fill(t)))
-	if doc["seed"] != float64(DefaultSeed) || doc["resamples"] != float64(stats.DefaultResamples) || doc["confidence"] != 0.95 {
-		t.Errorf("settings: seed %v resamples %v confidence %v", doc["seed"], doc["resamples"], doc["confidence"])
+	if doc["seed"] != float64(DefaultSeed) || doc["resamples"] != float64(stats.DefaultResamples) || doc["confidence"] != 0.95 ||
+		doc["p_adjust"] != "bh" || doc["p_adjust_family"] != Family {
+		t.Errorf("settings: seed %v resamples %v confidence %v adjust %v over %v", doc["seed"], doc["resamples"],
+			doc["confidence"], doc["p_adjust"], doc["p_adjust_family"])
 	}
 	want := map[string]any{"better": 1.0, "worse": 1.0, "no_significant_difference": 1.0, "n/a": 3.0}
 	if !reflect.DeepEqual(doc["summary"], want) {
@@ -281,19 +339,20 @@ func TestWriteJSON(t *testing.T) {
 	for _, x := range rows {
 		r := x.(map[string]any)
 		for _, k := range []string{"workload", "path", "metric", "unit", "direction", "n_a", "n_b", "mean_a", "mean_b",
-			"ratio", "ratio_low", "ratio_high", "p_value", "verdict"} {
+			"ratio", "ratio_low", "ratio_high", "p_value", "p_adjusted", "verdict"} {
 			if _, ok := r[k]; !ok {
 				t.Errorf("row %v lacks %q", r["metric"], k)
 			}
 		}
 		switch r["metric"] {
 		case "throughput_gbps":
-			if r["verdict"] != "better" || r["n_b"] != 8.0 || r["failed_b"] != 1.0 || r["ratio_low"].(float64) > 1.2 {
+			if r["verdict"] != "better" || r["n_b"] != 8.0 || r["failed_b"] != 1.0 || r["ratio_low"].(float64) > 1.2 ||
+				r["p_adjusted"].(float64) < r["p_value"].(float64) {
 				t.Errorf("throughput row %v", r)
 			}
 		case "transactions_per_s":
 			// Not computable: null, never NaN (which JSON cannot carry).
-			if r["ratio"] != nil || r["p_value"] != nil || r["verdict"] != "n/a" || r["note"] == "" {
+			if r["ratio"] != nil || r["p_value"] != nil || r["p_adjusted"] != nil || r["verdict"] != "n/a" || r["note"] == "" {
 				t.Errorf("single-sample row %v", r)
 			}
 		}
@@ -342,10 +401,27 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{"A  " + run1 + "/bridge", "cni: bridge -> cilium", "WORKLOAD", "95% CI",
-		"B vs A: 1 better, 1 worse, 1 no significant difference, 3 n/a", "better", "worse", "seed 1"} {
+		"B vs A: 1 better, 1 worse, 1 no significant difference, 3 n/a", "better", "worse", "seed 1", "P ADJ",
+		"p < 0.05 after the Benjamini-Hochberg adjustment within each workload and path"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)
 		}
+	}
+	// Without an adjustment there is no column for it, and the method says so.
+	res, err := Compare(context.Background(), fill(t), Options{A: sideOf(t, run1+"/bridge"), B: sideOf(t, run1+"/cilium-vxlan"),
+		Adjust: stats.AdjustNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	buf.Reset()
+	if err := Write(&buf, FormatTable, res); err != nil {
+		t.Fatal(err)
+	}
+	if out := buf.String(); strings.Contains(out, "P ADJ") || !strings.Contains(out, "p < 0.05, unadjusted for the number of rows,") {
+		t.Errorf("unadjusted table:\n%s", out)
+	}
+	if _, err := Compare(context.Background(), fill(t), Options{Adjust: "sidak"}); err == nil || !strings.Contains(err.Error(), "bh, holm, none") {
+		t.Errorf("unknown adjustment: %v", err)
 	}
 	if err := Write(&buf, "html", Result{}); err == nil || !strings.Contains(err.Error(), "-o") {
 		t.Errorf("Write(html): err = %v", err)

@@ -46,8 +46,28 @@ func (r Result) Level() float64 { return 1 - r.Alpha }
 // method describes how the figures were computed, in one sentence a reader can check.
 func (r Result) method() string {
 	return fmt.Sprintf("B/A is the ratio of means with its %s percentile-bootstrap interval (%d resamples, seed %d); "+
-		"p is the two-sided Mann-Whitney U test; a verdict needs p < %g and an interval excluding 1; "+
-		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.Alpha)
+		"p is the two-sided Mann-Whitney U test; a verdict needs %s and an interval excluding 1; "+
+		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.verdictTest())
+}
+
+// verdictTest states the test half of a verdict.
+func (r Result) verdictTest() string {
+	switch r.Adjust {
+	case stats.AdjustBH:
+		return fmt.Sprintf("p < %g after the Benjamini-Hochberg adjustment within %s (p adj, false discovery rate)", r.Alpha, Family)
+	case stats.AdjustHolm:
+		return fmt.Sprintf("p < %g after the Holm adjustment within %s (p adj, family-wise error rate)", r.Alpha, Family)
+	}
+	return fmt.Sprintf("p < %g, unadjusted for the number of rows,", r.Alpha)
+}
+
+// pColumn is cell when the output has an adjusted p column, which it lacks without an
+// adjustment.
+func (r Result) pColumn(cell string) string {
+	if r.Adjust == stats.AdjustNone || r.Adjust == "" {
+		return ""
+	}
+	return cell
 }
 
 // summaryLine is the one-line outcome, from B's point of view.
@@ -68,15 +88,16 @@ func writeTable(w io.Writer, res Result) error {
 	}
 	fmt.Fprintln(w)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "WORKLOAD\tPATH\tMETRIC\tN A\tN B\tMEAN A\tMEAN B\tB/A\t%s CI\tP\tVERDICT\n", pct(res.Level()))
+	fmt.Fprintf(tw, "WORKLOAD\tPATH\tMETRIC\tN A\tN B\tMEAN A\tMEAN B\tB/A\t%s CI\tP\t%sVERDICT\n", pct(res.Level()),
+		res.pColumn("P ADJ\t"))
 	for _, r := range res.Rows {
 		verdict := r.Verdict
 		if r.Note != "" {
 			verdict += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.Workload, r.Path, metricLabel(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Workload, r.Path, metricLabel(r),
 			count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB), ratio(r.Ratio),
-			interval(r.RatioLow, r.RatioHigh, ", "), pvalue(r.PValue), verdict)
+			interval(r.RatioLow, r.RatioHigh, ", "), pvalue(r.PValue), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -125,8 +146,9 @@ func writeMarkdown(w io.Writer, res Result) error {
 		}
 		fmt.Fprintln(w)
 	}
-	fmt.Fprintf(w, "| workload | path | metric | n A | n B | mean A | mean B | B/A | %s CI | p | verdict |\n", pct(res.Level()))
-	fmt.Fprintln(w, "|---|---|---|--:|--:|--:|--:|--:|:-:|--:|---|")
+	fmt.Fprintf(w, "| workload | path | metric | n A | n B | mean A | mean B | B/A | %s CI | p | %sverdict |\n",
+		pct(res.Level()), res.pColumn("p adj | "))
+	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|:-:|--:|%s---|\n", res.pColumn("--:|"))
 	for _, r := range res.Rows {
 		verdict := r.Verdict
 		switch r.Verdict {
@@ -137,9 +159,10 @@ func writeMarkdown(w io.Writer, res Result) error {
 				verdict += " (" + r.Note + ")"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n", mdCell(r.Workload), mdCell(r.Path),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.Workload), mdCell(r.Path),
 			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB),
-			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), pvalue(r.PValue), mdCell(verdict))
+			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), pvalue(r.PValue),
+			res.pColumn(pvalue(r.PAdjusted)+" | "), mdCell(verdict))
 	}
 	fmt.Fprintln(w)
 	writeUnmatched(w, res, mdCode)
@@ -154,6 +177,8 @@ type jsonResult struct {
 	Seed            int64        `json:"seed"`
 	Resamples       int          `json:"resamples"`
 	Alpha           float64      `json:"alpha"`
+	Adjust          string       `json:"p_adjust"`
+	Family          string       `json:"p_adjust_family"`
 	Confidence      float64      `json:"confidence"`
 	Summary         Summary      `json:"summary"`
 	Rows            []jsonRow    `json:"rows"`
@@ -178,6 +203,7 @@ type jsonRow struct {
 	RatioLow  *float64 `json:"ratio_low"`
 	RatioHigh *float64 `json:"ratio_high"`
 	PValue    *float64 `json:"p_value"`
+	PAdjusted *float64 `json:"p_adjusted"`
 	U         *float64 `json:"u"`
 	Exact     bool     `json:"exact"`
 	Verdict   string   `json:"verdict"`
@@ -186,7 +212,7 @@ type jsonRow struct {
 
 func writeJSON(w io.Writer, res Result) error {
 	doc := jsonResult{A: res.A, B: res.B, Seed: res.Seed, Resamples: res.Resamples, Alpha: res.Alpha,
-		Confidence: res.Level(), Summary: res.Summary, Rows: []jsonRow{}, OnlyA: orEmpty(res.OnlyA),
+		Adjust: res.Adjust, Family: Family, Confidence: res.Level(), Summary: res.Summary, Rows: []jsonRow{}, OnlyA: orEmpty(res.OnlyA),
 		OnlyB: orEmpty(res.OnlyB), FingerprintDiff: res.FingerprintDiff}
 	if doc.FingerprintDiff == nil {
 		doc.FingerprintDiff = []Difference{}
@@ -195,7 +221,7 @@ func writeJSON(w io.Writer, res Result) error {
 		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
-			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), U: finite(r.U), Exact: r.Exact,
+			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact,
 			Verdict: r.Verdict, Note: r.Note})
 	}
 	enc := json.NewEncoder(w)
