@@ -25,8 +25,9 @@ func newCompareCommand() *cobra.Command {
 point of view: "better", "worse" or "no significant difference", using each metric's direction
 (throughput higher, latency and CPU cost lower); "n/a" where the direction is unknown.
 
-A verdict needs the interval to exclude 1 and the p-value, adjusted for giving all the
-comparison's verdicts at once, to be below 0.05. --p-adjust bh (the default) keeps the share of
+A verdict needs the interval to exclude 1 and the p-value, adjusted for the other metrics of the
+same workload and path (they come from the same samples and are read together), to be below
+0.05. --p-adjust bh (the default) keeps the share of
 chance verdicts among those given at 5 % (Benjamini-Hochberg); holm keeps the chance of even one
 at 5 %, which with 5 runs a side and dozens of metrics calls nothing; none tests every metric on
 its own, so about one in twenty identical metrics comes out "better" or "worse". --metrics

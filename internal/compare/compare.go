@@ -1,8 +1,9 @@
 // Package compare compares two measured configurations, A (the baseline) and B: two runs, or
 // two targets of one run. For every (path, workload, metric) both sides measured it gives
 // the ratio of means B/A with a bootstrap confidence interval, the Mann-Whitney p-value and a
-// verdict from B's point of view (stats.Compare), and renders the result as a terminal
-// table, Markdown for a review, or JSON.
+// verdict from B's point of view (stats.Compare, its p-value adjusted for the other metrics of
+// the same workload and path), and renders the result as a terminal table, Markdown for a
+// review, or JSON.
 package compare
 
 import (
@@ -144,8 +145,8 @@ type Row struct {
 	// is exact. All are NaN (Exact false) when the comparison could not be computed.
 	Ratio, RatioLow, RatioHigh, PValue, U float64
 	Exact                                 bool
-	// PAdjusted is PValue adjusted over the comparison's verdicts (Result.Adjust); NaN in a
-	// row without a verdict.
+	// PAdjusted is PValue adjusted (Result.Adjust) together with the other verdicts of its
+	// workload and path; NaN in a row without a verdict.
 	PAdjusted float64
 	// Verdict is stats.VerdictBetter, VerdictWorse or VerdictNone from B's point of view,
 	// or VerdictNA.
