@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
@@ -80,7 +81,7 @@ func health(ctx context.Context, l Layout, s Spec) string {
 	}
 	ready := 0
 	for _, n := range nodes.Items {
-		if nodeReady(n) {
+		if kube.NodeReady(n) {
 			ready++
 		}
 	}

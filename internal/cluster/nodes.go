@@ -10,7 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
-	corev1 "k8s.io/api/core/v1"
+	"github.com/cnibench/cnibench/internal/kube"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -160,7 +160,7 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 				}
 				patched[n.Name] = true
 			}
-			if nodeReady(n) {
+			if kube.NodeReady(n) {
 				ready++
 			}
 		}
@@ -186,20 +186,4 @@ func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
 		return nil
 	}
 	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
-}
-
-// nodeReady is Ready and free of the not-ready taint, which the node lifecycle controller
-// lifts a moment after Ready: until then pods without a toleration cannot go there.
-func nodeReady(n corev1.Node) bool {
-	for _, t := range n.Spec.Taints {
-		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return false
-		}
-	}
-	for _, cond := range n.Status.Conditions {
-		if cond.Type == corev1.NodeReady {
-			return cond.Status == corev1.ConditionTrue
-		}
-	}
-	return false
 }

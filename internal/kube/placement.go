@@ -55,7 +55,7 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 		byName[n.Name] = n
 		if why := unusable(n, o.TolerateTaints); why != "" {
 			refused = append(refused, n.Name+" ("+why+")")
-			transient = transient || transientlyUnusable(n)
+			transient = transient || !NodeReady(n)
 			continue
 		}
 		usable = append(usable, n.Name)
@@ -71,7 +71,7 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 				return Placement{}, false, fmt.Errorf("--nodes: no node %q matches selector %q", name, o.Selector)
 			}
 			if why := unusable(n, o.TolerateTaints); why != "" {
-				return Placement{}, transientlyUnusable(n), fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
+				return Placement{}, !NodeReady(n), fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
 			}
 		}
 		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1]}, false, nil
@@ -83,20 +83,21 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 	return Placement{NodeA: usable[0], NodeB: usable[1]}, false, nil
 }
 
-// transientlyUnusable recognises a node that is coming up: not Ready yet, or Ready but still
-// tainted not-ready/unreachable by the node lifecycle controller.
-func transientlyUnusable(n corev1.Node) bool {
+// NodeReady reports a node that pods can go to as far as its lifecycle goes: Ready, and free
+// of the not-ready/unreachable taints, which the node lifecycle controller lifts a moment after
+// Ready. A node that is not is coming up (or going away), not refused for good.
+func NodeReady(n corev1.Node) bool {
 	for _, t := range n.Spec.Taints {
 		if t.Key == corev1.TaintNodeNotReady || t.Key == corev1.TaintNodeUnreachable {
-			return true
+			return false
 		}
 	}
 	for _, c := range n.Status.Conditions {
 		if c.Type == corev1.NodeReady {
-			return c.Status != corev1.ConditionTrue
+			return c.Status == corev1.ConditionTrue
 		}
 	}
-	return true
+	return false
 }
 
 // unusable says why pods should not go to a node, or "" when they can.

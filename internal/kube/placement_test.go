@@ -66,7 +66,7 @@ func TestPlaceExplicitNodes(t *testing.T) {
 
 func TestNotReadyTaintIsTransient(t *testing.T) {
 	coming := node("n1", true, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute})
-	if !transientlyUnusable(*coming) || transientlyUnusable(*node("n2", true, noSchedule)) {
+	if NodeReady(*coming) || !NodeReady(*node("n2", true, noSchedule)) {
 		t.Error("only the lifecycle controller's taints and readiness are transient")
 	}
 }
