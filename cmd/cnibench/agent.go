@@ -21,7 +21,7 @@ func newAgentCommand() *cobra.Command {
 	cmd.AddCommand(newAgentEchoServerCommand(),
 		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
 		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
-		newAgentStatCommand(), newAgentProbeCommand())
+		newAgentStatCommand(), newAgentProbeCommand(), newAgentRunCommand())
 	return cmd
 }
 
@@ -90,11 +90,20 @@ func newAgentStatCommand() *cobra.Command {
 func newAgentProbeCommand() *cobra.Command {
 	var target string
 	var timeout time.Duration
+	w := agent.WatchOptions{}
 	cmd := &cobra.Command{
 		Use:   "probe",
-		Short: "Open one TCP connection and print how it ended (open, refused or timeout) as JSON",
+		Short: "Open one TCP connection and print how it ended (open, refused or timeout) as JSON; with --until, probe until that outcome and print when it began",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			if w.Until != "" {
+				w.Address, w.Timeout = target, timeout
+				res, err := agent.ProbeUntil(cmd.Context(), w)
+				if err != nil {
+					return err
+				}
+				return writeJSON(cmd, res)
+			}
 			res, err := agent.Probe(cmd.Context(), target, timeout)
 			if err != nil {
 				return err
@@ -105,7 +114,32 @@ func newAgentProbeCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.StringVar(&target, "target", "", "host:port to connect to (required)")
 	f.DurationVar(&timeout, "timeout", time.Second, "how long to wait for the handshake")
+	f.StringVar(&w.Until, "until", "", "probe repeatedly until this outcome: open or timeout")
+	f.DurationVar(&w.Interval, "interval", 20*time.Millisecond, "with --until: time between attempt starts (the resolution)")
+	f.DurationVar(&w.MaxWait, "max-wait", 3*time.Minute, "with --until: give up after this long")
+	f.IntVar(&w.Confirm, "confirm", 3, "with --until: attempts after the first that must agree")
 	_ = cmd.MarkFlagRequired("target")
+	return cmd
+}
+
+func newAgentRunCommand() *cobra.Command {
+	o := agent.RunOptions{}
+	cmd := &cobra.Command{
+		Use:   "run [--barrier] [--rtt-log FILE] -- COMMAND [ARG...]",
+		Short: "Run one client tool (after a barrier shared with other clients) and print its output, timing and round-trip histogram as JSON",
+		Args:  cobra.MinimumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.Argv, o.In, o.Err = args, cmd.InOrStdin(), cmd.ErrOrStderr()
+			rep, err := agent.Run(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return agent.WriteReport(cmd.OutOrStdout(), rep)
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.Barrier, "barrier", false, "print "+agent.ReadyLine+" on stderr and start only when a line arrives on stdin")
+	f.StringVar(&o.RTTLog, "rtt-log", "", "sockperf --full-log file the command writes, read into a round-trip histogram")
 	return cmd
 }
 

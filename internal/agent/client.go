@@ -320,6 +320,7 @@ func (r *run) finish(wall time.Duration) (Result, error) {
 		r.res.RatePerSec = float64(r.res.Transactions) / wall.Seconds()
 	}
 	r.res.LatencyUsec = r.lat.summarize()
+	r.res.Histogram = r.lat.histogram()
 	return r.res, nil
 }
 

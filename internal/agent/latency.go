@@ -3,6 +3,8 @@ package agent
 import (
 	"slices"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // samples holds every transaction's latency, exact, in nanoseconds. Even a long run is small
@@ -47,3 +49,14 @@ func (s samples) percentile(p int) time.Duration {
 }
 
 func usec(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) }
+
+// histogram buckets every latency in microseconds, so that several clients' latencies can be
+// merged into percentiles of all of them. A zero latency (below the clock's resolution) counts
+// as a nanosecond.
+func (s samples) histogram() *stats.Hist {
+	h := stats.NewHist()
+	for _, d := range s {
+		_ = h.Add(usec(max(d, time.Nanosecond))) // positive and finite by construction
+	}
+	return h
+}

@@ -43,3 +43,101 @@ func Probe(ctx context.Context, address string, timeout time.Duration) (ProbeRes
 	}
 	return ProbeResult{}, fmt.Errorf("probe %s: %w", address, err)
 }
+
+// WatchOptions configure ProbeUntil.
+type WatchOptions struct {
+	Address string
+	// Until is the outcome waited for: ProbeOpen (a Service or pod becoming reachable) or
+	// ProbeTimeout (a policy starting to drop).
+	Until string
+	// Interval between the starts of attempts: the resolution of the reported time. Attempts
+	// overlap when one takes longer, so a slow timeout does not coarsen it.
+	Interval time.Duration
+	// Timeout of one attempt: how long a SYN may go unanswered before it counts as dropped.
+	Timeout time.Duration
+	// MaxWait bounds the whole watch.
+	MaxWait time.Duration
+	// Confirm is how many attempts after the first one with the awaited outcome must agree
+	// before it is reported, so that one lost SYN does not pass for an enforced policy.
+	Confirm int
+}
+
+// WatchResult is what `cnibench agent probe --until` prints: when the awaited outcome began,
+// on this node's clock.
+type WatchResult struct {
+	Outcome string `json:"outcome"`
+	// FirstNS is the start (Unix ns) of the first attempt that ended with the awaited outcome;
+	// the change happened between the attempt before it and this one.
+	FirstNS  int64 `json:"first_ns"`
+	Attempts int   `json:"attempts"`
+	// ResolutionNS is the interval between attempts.
+	ResolutionNS int64 `json:"resolution_ns"`
+}
+
+type attempt struct {
+	seq     int
+	started time.Time
+	outcome string
+	err     error
+}
+
+// ProbeUntil starts an attempt every Interval until Confirm+1 consecutive attempts (in start
+// order) end with the awaited outcome, and reports when the first of them started.
+func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
+	if o.Until != ProbeOpen && o.Until != ProbeTimeout {
+		return WatchResult{}, fmt.Errorf("--until: expected %s or %s, got %q", ProbeOpen, ProbeTimeout, o.Until)
+	}
+	if o.Interval <= 0 || o.Timeout <= 0 || o.MaxWait <= 0 {
+		return WatchResult{}, errors.New("--interval, --timeout and --max-wait: expected positive durations")
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.MaxWait+o.Timeout)
+	defer cancel()
+	results := make(chan attempt, 64)
+	ticker := time.NewTicker(o.Interval)
+	defer ticker.Stop()
+	deadline := time.Now().Add(o.MaxWait)
+	done := map[int]attempt{}
+	next, launched, streak := 0, 0, 0
+	var first attempt
+	launch := func() {
+		a := attempt{seq: launched, started: time.Now()}
+		launched++
+		go func() {
+			r, err := Probe(ctx, o.Address, o.Timeout)
+			a.outcome, a.err = r.Outcome, err
+			results <- a
+		}()
+	}
+	launch()
+	for {
+		select {
+		case <-ctx.Done():
+			return WatchResult{}, fmt.Errorf("probe %s: no %s within %s (%d attempts)", o.Address, o.Until, o.MaxWait, launched)
+		case <-ticker.C:
+			if time.Now().Before(deadline) {
+				launch()
+			}
+		case a := <-results:
+			done[a.seq] = a
+			// Judge attempts in the order they started, whatever order they end in.
+			for ; done[next].started != (time.Time{}); next++ {
+				cur := done[next]
+				delete(done, next)
+				if cur.err != nil && ctx.Err() == nil {
+					return WatchResult{}, cur.err
+				}
+				if cur.outcome != o.Until {
+					streak = 0
+					continue
+				}
+				if streak == 0 {
+					first = cur
+				}
+				if streak++; streak > o.Confirm {
+					return WatchResult{Outcome: o.Until, FirstNS: first.started.UnixNano(), Attempts: launched,
+						ResolutionNS: o.Interval.Nanoseconds()}, nil
+				}
+			}
+		}
+	}
+}

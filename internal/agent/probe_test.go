@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"strconv"
+	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -65,4 +66,62 @@ func fullListener(t *testing.T) string {
 		t.Cleanup(func() { c.Close() })
 	}
 	return addr
+}
+
+func TestProbeUntilOpenReportsWhenTheServerAppeared(t *testing.T) {
+	// A port that is closed now and listens after a while.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	opened := make(chan time.Time, 1)
+	go func() {
+		time.Sleep(300 * time.Millisecond)
+		l2, err := net.Listen("tcp", addr)
+		opened <- time.Now()
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		t.Cleanup(func() { l2.Close() })
+		for {
+			c, err := l2.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+	res, err := ProbeUntil(context.Background(), WatchOptions{Address: addr, Until: ProbeOpen, Interval: 10 * time.Millisecond,
+		Timeout: 100 * time.Millisecond, MaxWait: 5 * time.Second, Confirm: 2})
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := time.Unix(0, res.FirstNS)
+	// The first open attempt started after the listener came up, within one interval (and
+	// some scheduling slack).
+	if d := first.Sub(<-opened); d < -time.Millisecond || d > 60*time.Millisecond {
+		t.Errorf("first open attempt %s after the listener opened, want within [0, 60ms]", d)
+	}
+	if res.Attempts < 20 {
+		t.Errorf("%d attempts in 300 ms at 10 ms", res.Attempts)
+	}
+}
+
+func TestProbeUntilGivesUp(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	_, err = ProbeUntil(context.Background(), WatchOptions{Address: ln.Addr().String(), Until: ProbeTimeout, Interval: 10 * time.Millisecond,
+		Timeout: 50 * time.Millisecond, MaxWait: 200 * time.Millisecond})
+	if err == nil || !strings.Contains(err.Error(), "no timeout within") {
+		t.Errorf("err = %v", err)
+	}
+	if _, err := ProbeUntil(context.Background(), WatchOptions{Address: "x:1", Until: "closed", Interval: 1, Timeout: 1, MaxWait: 1}); err == nil {
+		t.Error("bad --until accepted")
+	}
 }

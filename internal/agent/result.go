@@ -4,6 +4,8 @@
 // that reports the node's CPU and memory counters.
 package agent
 
+import "github.com/cnibench/cnibench/internal/stats"
+
 // Result is what the rr and crr clients print as JSON on stdout.
 type Result struct {
 	Tool         string    `json:"tool"`          // always "cnibench"
@@ -14,6 +16,9 @@ type Result struct {
 	RatePerSec   float64   `json:"rate_per_s"`    // Transactions / DurationSec
 	MessageSize  int       `json:"message_bytes"` // request and response size
 	LatencyUsec  Latencies `json:"latency_us"`    // per transaction, connect included for crr
+	// Histogram holds every transaction's latency in µs, bucketed, so that the latencies of
+	// several concurrent clients merge into percentiles of all of them.
+	Histogram *stats.Hist `json:"histogram_us,omitempty"`
 
 	Target     string           `json:"target"`                // --target as given
 	Address    string           `json:"address"`               // what was dialled: the target resolved once, and the port

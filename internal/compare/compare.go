@@ -9,13 +9,13 @@ package compare
 import (
 	"context"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/stats"
@@ -117,10 +117,16 @@ type Result struct {
 	FingerprintDiff []Difference
 }
 
-// Cell is a (path, workload) pair.
+// Cell is a (path, workload, pairs) cell: the targets, or runs, are what is compared.
 type Cell struct {
 	Path     string `json:"path"`
 	Workload string `json:"workload"`
+	Pairs    int    `json:"pairs"`
+}
+
+// label is the workload with its concurrency, as the tables show it.
+func (c Cell) label() string {
+	return store.Cell{Workload: c.Workload, Pairs: c.Pairs}.WorkloadLabel()
 }
 
 // Difference is one fingerprint key whose value differs; an empty value means absent.
@@ -133,6 +139,7 @@ type Difference struct {
 // Row compares one metric of one (path, workload) cell.
 type Row struct {
 	Path, Workload, Metric string
+	Pairs                  int
 	Unit                   string // empty for unknown metrics
 	// Direction is "higher" or "lower" (the better direction), or "" when unknown.
 	Direction string
@@ -275,7 +282,7 @@ type side struct {
 func collect(samples []store.Sample) side {
 	s := side{values: map[key][]float64{}, failed: map[Cell]int{}}
 	for _, x := range samples {
-		c := Cell{Path: x.Path, Workload: x.Workload}
+		c := Cell{Path: x.Path, Workload: x.Workload, Pairs: x.Cell().Pairs}
 		switch {
 		case x.Warmup:
 		case x.Error != "":
@@ -330,6 +337,9 @@ func unmatched(x, y side) []Cell {
 		if out[i].Workload != out[j].Workload {
 			return out[i].Workload < out[j].Workload
 		}
+		if out[i].Pairs != out[j].Pairs {
+			return out[i].Pairs < out[j].Pairs
+		}
 		pi, pj := pathRank(out[i].Path), pathRank(out[j].Path)
 		return pi < pj || pi == pj && out[i].Path < out[j].Path
 	})
@@ -339,10 +349,10 @@ func unmatched(x, y side) []Cell {
 // compareRow compares one metric of one cell.
 func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.CompareOptions) Row {
 	nan := math.NaN()
-	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Metric: k.metric, NA: len(xa), NB: len(xb),
+	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
 		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
 		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, Verdict: VerdictNA}
-	spec, known := report.MetricSpec(k.metric)
+	spec, known := catalog.Lookup(k.metric)
 	if known {
 		r.Unit = spec.Unit
 		r.Direction = "lower"
@@ -385,7 +395,7 @@ func adjust(rows []Row, method string, alpha float64) error {
 	for i, r := range rows {
 		rows[i].PAdjusted = math.NaN()
 		if r.Verdict != VerdictNA {
-			c := Cell{Path: r.Path, Workload: r.Workload}
+			c := Cell{Path: r.Path, Workload: r.Workload, Pairs: r.Pairs}
 			families[c] = append(families[c], i)
 		}
 	}
@@ -396,7 +406,7 @@ func adjust(rows []Row, method string, alpha float64) error {
 		}
 		adj, err := stats.AdjustPValues(p, method)
 		if err != nil {
-			return fmt.Errorf("adjust the p-values of %s %s: %w", c.Workload, c.Path, err)
+			return fmt.Errorf("adjust the p-values of %s %s: %w", c.label(), c.Path, err)
 		}
 		for j, i := range idx {
 			rows[i].PAdjusted = adj[j]
@@ -435,6 +445,9 @@ func sortRows(rows []Row) {
 		if a.Workload != b.Workload {
 			return a.Workload < b.Workload
 		}
+		if a.Pairs != b.Pairs {
+			return a.Pairs < b.Pairs
+		}
 		if pa, pb := pathRank(a.Path), pathRank(b.Path); pa != pb || a.Path != b.Path {
 			return pa < pb || pa == pb && a.Path < b.Path
 		}
@@ -453,13 +466,8 @@ func pathRank(p string) int {
 	return len(suite.AllPaths())
 }
 
-// metricRank puts a workload's own metrics first, then the cost figures report shows.
-func metricRank(workload, metric string) int {
-	kind, _, _ := strings.Cut(workload, "/")
-	order := append(engine.MetricsFor(kind), "cpu_s_per_gb", "cpu_s_per_1k_tx", "node_cpu_pct",
-		"pod_cpu_s_per_gb", "pod_cpu_s_per_1k_tx", "host_cpu_seconds", "pod_cpu_seconds", "host_mem_used_mib")
-	if i := slices.Index(order, metric); i >= 0 {
-		return i
-	}
-	return len(order)
-}
+// metricRank orders metrics as the report does.
+func metricRank(workload, metric string) int { return report.MetricRank(workload, metric) }
+
+// label is the row's workload with its concurrency.
+func (r Row) label() string { return Cell{Workload: r.Workload, Pairs: r.Pairs}.label() }

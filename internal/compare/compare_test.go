@@ -147,7 +147,7 @@ func TestCompareTargetsOfOneRun(t *testing.T) {
 	if want := (Summary{Better: 1, Worse: 1, NoDifference: 1, NA: 3}); res.Summary != want {
 		t.Errorf("summary %+v, want %+v", res.Summary, want)
 	}
-	if want := []Cell{{Path: "same-node", Workload: "tcp-stream/1"}}; !reflect.DeepEqual(res.OnlyA, want) || len(res.OnlyB) != 0 {
+	if want := []Cell{{Path: "same-node", Workload: "tcp-stream/1", Pairs: 1}}; !reflect.DeepEqual(res.OnlyA, want) || len(res.OnlyB) != 0 {
 		t.Errorf("only A %v, only B %v", res.OnlyA, res.OnlyB)
 	}
 	if want := []Difference{{"cni", "bridge", "cilium"}, {"tunnel", "", "vxlan"}}; !reflect.DeepEqual(res.FingerprintDiff, want) {

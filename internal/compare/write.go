@@ -95,7 +95,7 @@ func writeTable(w io.Writer, res Result) error {
 		if r.Note != "" {
 			verdict += " (" + r.Note + ")"
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.Workload, r.Path, metricLabel(r),
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.label(), r.Path, metricLabel(r),
 			count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB), ratio(r.Ratio),
 			interval(r.RatioLow, r.RatioHigh, ", "), pvalue(r.PValue), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
 	}
@@ -118,7 +118,7 @@ func writeUnmatched(w io.Writer, res Result, code func(string) string) {
 		}
 		names := make([]string, len(u.cells))
 		for i, c := range u.cells {
-			names[i] = code(c.Workload + " " + c.Path)
+			names[i] = code(c.label() + " " + c.Path)
 		}
 		fmt.Fprintf(w, "Measured by %s only (not compared): %s\n", u.side, strings.Join(names, ", "))
 	}
@@ -159,7 +159,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 				verdict += " (" + r.Note + ")"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.Workload), mdCell(r.Path),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.label()), mdCell(r.Path),
 			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB),
 			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), pvalue(r.PValue),
 			res.pColumn(pvalue(r.PAdjusted)+" | "), mdCell(verdict))
@@ -189,6 +189,7 @@ type jsonResult struct {
 
 type jsonRow struct {
 	Workload  string   `json:"workload"`
+	Pairs     int      `json:"pairs"`
 	Path      string   `json:"path"`
 	Metric    string   `json:"metric"`
 	Unit      string   `json:"unit"`
@@ -218,7 +219,7 @@ func writeJSON(w io.Writer, res Result) error {
 		doc.FingerprintDiff = []Difference{}
 	}
 	for _, r := range res.Rows {
-		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
+		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Pairs: r.Pairs, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
 			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact,

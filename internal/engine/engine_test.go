@@ -196,29 +196,7 @@ func TestCheckTarget(t *testing.T) {
 	}
 }
 
-func TestMetricsCatalogue(t *testing.T) {
-	all := []string{"throughput_gbps", "retransmits", "loss_pct", "jitter_ms", "packets_per_s",
-		"latency_mean_us", "latency_p50_us", "latency_p90_us", "latency_p99_us",
-		"transactions_per_s", "connections_per_s", "sender_cpu_pct", "receiver_cpu_pct"}
-	for _, name := range all {
-		s, ok := Metric(name)
-		if !ok || s.Name != name || s.Unit == "" || s.Description == "" {
-			t.Errorf("Metric(%q) = %+v, %v", name, s, ok)
-		}
-	}
-	if _, ok := Metric("bogus"); ok {
-		t.Error("Metric(bogus) found")
-	}
-	for _, name := range []string{"throughput_gbps", "packets_per_s", "transactions_per_s", "connections_per_s"} {
-		if s, _ := Metric(name); !s.HigherIsBetter {
-			t.Errorf("%s: HigherIsBetter false", name)
-		}
-	}
-	for _, name := range []string{"retransmits", "loss_pct", "jitter_ms", "latency_p99_us", "sender_cpu_pct"} {
-		if s, _ := Metric(name); s.HigherIsBetter {
-			t.Errorf("%s: HigherIsBetter true", name)
-		}
-	}
+func TestMetricsFor(t *testing.T) {
 	want := map[string]string{
 		TCPStream: "throughput_gbps retransmits sender_cpu_pct receiver_cpu_pct",
 		UDPStream: "throughput_gbps packets_per_s loss_pct jitter_ms sender_cpu_pct receiver_cpu_pct",

@@ -13,7 +13,7 @@ import (
 
 // CSVHeader is the first row WriteCSV writes: the columns of every following row.
 func CSVHeader() []string {
-	return []string{"run", "seq", "round", "warmup", "target", "path", "workload", "started", "kind", "name", "value", "error"}
+	return []string{"run", "seq", "round", "warmup", "target", "path", "workload", "pairs", "started", "kind", "name", "value", "error"}
 }
 
 // Value kinds in the CSV "kind" column.
@@ -35,7 +35,7 @@ func WriteCSV(w io.Writer, b Bundle) error {
 	}
 	for _, s := range b.Samples {
 		head := []string{b.Run.ID, strconv.Itoa(s.Seq), strconv.Itoa(s.Round), strconv.FormatBool(s.Warmup),
-			s.Target, s.Path, s.Workload, s.Started.UTC().Format(time.RFC3339Nano)}
+			s.Target, s.Path, s.Workload, strconv.Itoa(s.Cell().Pairs), s.Started.UTC().Format(time.RFC3339Nano)}
 		rows := 0
 		for _, kv := range []struct {
 			kind   string

@@ -142,7 +142,7 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err := WriteJSON(&buf, b); err != nil {
 		t.Fatal(err)
 	}
-	if !strings.Contains(buf.String(), `"raw": "{\"round\": 1`) || !strings.Contains(buf.String(), `"format": "cnibench-run/v1"`) {
+	if !strings.Contains(buf.String(), `"raw": "{\"round\": 1`) || !strings.Contains(buf.String(), `"format": "cnibench-run/v2"`) {
 		t.Errorf("JSON lacks the raw output or the format:\n%.600s", buf.String())
 	}
 	got, err := ReadJSON(&buf)

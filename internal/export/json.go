@@ -11,7 +11,11 @@ import (
 
 // JSONFormat identifies the layout WriteJSON writes; ReadJSON refuses any other, so that a
 // future incompatible layout is detected rather than misread.
-const JSONFormat = "cnibench-run/v1"
+const JSONFormat = "cnibench-run/v2"
+
+// jsonFormatV1 is the layout before samples had pairs and flags; ReadJSON still reads it, as
+// samples of one pair without flags.
+const jsonFormatV1 = "cnibench-run/v1"
 
 // The JSON layout has its own types, with explicit snake_case keys, rather than encoding the
 // store types directly: the file is an interface other tools read, and it must not change
@@ -47,6 +51,8 @@ type jsonSample struct {
 	Target     string             `json:"target"`
 	Path       string             `json:"path"`
 	Workload   string             `json:"workload"`
+	Pairs      int                `json:"pairs,omitempty"`
+	Flags      []string           `json:"flags,omitempty"`
 	Started    time.Time          `json:"started"`
 	DurationNS int64              `json:"duration_ns"`
 	Metrics    map[string]float64 `json:"metrics"`
@@ -78,7 +84,7 @@ func WriteJSON(w io.Writer, b Bundle) error {
 	}
 	for _, s := range b.Samples {
 		doc.Samples = append(doc.Samples, jsonSample{Seq: s.Seq, Round: s.Round, Warmup: s.Warmup, Target: s.Target,
-			Path: s.Path, Workload: s.Workload, Started: s.Started.UTC(), DurationNS: s.Duration.Nanoseconds(),
+			Path: s.Path, Workload: s.Workload, Pairs: s.Cell().Pairs, Flags: s.Flags, Started: s.Started.UTC(), DurationNS: s.Duration.Nanoseconds(),
 			Metrics: orEmpty(s.Metrics), Resources: orEmpty(s.Resources), Error: s.Error, Raw: s.Raw})
 	}
 	enc := json.NewEncoder(w)
@@ -105,7 +111,7 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 	if err := dec.Decode(&doc); err != nil {
 		return Bundle{}, fmt.Errorf("read json export: %w", err)
 	}
-	if doc.Format != JSONFormat {
+	if doc.Format != JSONFormat && doc.Format != jsonFormatV1 {
 		return Bundle{}, fmt.Errorf("read json export: format %q, expected %q", doc.Format, JSONFormat)
 	}
 	b := Bundle{Run: store.Run{ID: doc.Run.ID, Started: doc.Run.Started.UTC(), Status: doc.Run.Status,
@@ -122,7 +128,7 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 	}
 	for _, s := range doc.Samples {
 		b.Samples = append(b.Samples, store.Sample{RunID: b.Run.ID, Seq: s.Seq, Round: s.Round, Warmup: s.Warmup,
-			Target: s.Target, Path: s.Path, Workload: s.Workload, Started: s.Started.UTC(),
+			Target: s.Target, Path: s.Path, Workload: s.Workload, Pairs: max(s.Pairs, 1), Flags: s.Flags, Started: s.Started.UTC(),
 			Duration: time.Duration(s.DurationNS), Metrics: orNil(s.Metrics), Resources: orNil(s.Resources),
 			Raw: s.Raw, Error: s.Error})
 	}

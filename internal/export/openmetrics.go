@@ -3,6 +3,7 @@ package export
 import (
 	"bufio"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
@@ -10,7 +11,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 )
@@ -70,10 +70,10 @@ func WriteOpenMetrics(w io.Writer, b Bundle) error {
 
 	summaries := summariesByMetric(b.Samples)
 	for _, f := range families {
-		spec, known := report.MetricSpec(f.metric)
+		spec, known := catalog.Lookup(f.metric)
 		om.header(f.name, "gauge", f.unit, helpText(f.metric, spec, known, ""))
 		for _, s := range f.samples {
-			om.point(f.name, []label{{"run", b.Run.ID}, {"target", s.Target}, {"path", s.Path}, {"workload", s.Workload},
+			om.point(f.name, []label{{"run", b.Run.ID}, {"target", s.Target}, {"path", s.Path}, {"workload", s.Workload}, {"pairs", strconv.Itoa(s.Cell().Pairs)},
 				{"round", strconv.Itoa(s.Round)}, {"seq", strconv.Itoa(s.Seq)}}, f.value(s), s.Started)
 		}
 		for i, name := range summaryNames(f.name) {
@@ -85,7 +85,7 @@ func WriteOpenMetrics(w io.Writer, b Bundle) error {
 					continue
 				}
 				om.point(name, []label{{"run", b.Run.ID}, {"target", c.row.Target}, {"path", c.row.Path},
-					{"workload", c.row.Workload}}, v, c.last)
+					{"workload", c.row.Workload}, {"pairs", strconv.Itoa(c.row.Cell().Pairs)}}, v, c.last)
 			}
 		}
 	}
@@ -207,22 +207,21 @@ func (c cellSummary) stat(name string) float64 {
 // summariesByMetric computes the summary rows (as report.Summarize, the same figures
 // `results show` prints) grouped by metric, each with its cell's last sample time.
 func summariesByMetric(samples []store.Sample) map[string][]cellSummary {
-	type cell struct{ target, path, workload string }
-	last := map[cell]time.Time{}
+	last := map[store.Cell]time.Time{}
 	for _, s := range samples {
-		if c := (cell{s.Target, s.Path, s.Workload}); sampleOK(s) && s.Started.After(last[c]) {
+		if c := s.Cell(); sampleOK(s) && s.Started.After(last[c]) {
 			last[c] = s.Started
 		}
 	}
 	out := map[string][]cellSummary{}
 	for _, r := range report.Summarize(samples) {
-		out[r.Metric] = append(out[r.Metric], cellSummary{row: r, last: last[cell{r.Target, r.Path, r.Workload}]})
+		out[r.Metric] = append(out[r.Metric], cellSummary{row: r, last: last[r.Cell()]})
 	}
 	return out
 }
 
 // helpText describes a family; stat is empty for the raw family.
-func helpText(metric string, spec engine.MetricSpec, known bool, stat string) string {
+func helpText(metric string, spec catalog.Spec, known bool, stat string) string {
 	desc := "Value " + metric + " stored by cnibench."
 	if known {
 		desc = strings.TrimSuffix(spec.Description, ".") + " (" + spec.Unit + ")."

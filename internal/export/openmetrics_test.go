@@ -121,7 +121,7 @@ func checkOpenMetrics(t *testing.T, b Bundle, fams map[string]omFamily) {
 		if !ok || s.Warmup || s.Error != "" {
 			t.Fatalf("point for seq %q, which is not a measured sample", p.Labels["seq"])
 		}
-		want := map[string]string{"run": runA, "target": s.Target, "path": s.Path, "workload": s.Workload,
+		want := map[string]string{"run": runA, "target": s.Target, "path": s.Path, "workload": s.Workload, "pairs": fmt.Sprint(s.Cell().Pairs),
 			"round": fmt.Sprint(s.Round), "seq": fmt.Sprint(s.Seq)}
 		if fmt.Sprint(p.Labels) != fmt.Sprint(want) || p.Value != s.Metrics["throughput_gbps"] {
 			t.Errorf("point %v = %v, want %v = %v", p.Labels, p.Value, want, s.Metrics["throughput_gbps"])

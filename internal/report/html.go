@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"html/template"
 	"io"
 	"strings"
@@ -162,7 +163,7 @@ func anchor(s string) string {
 
 // better describes the direction of improvement of a metric.
 func better(metric string) string {
-	spec, ok := MetricSpec(metric)
+	spec, ok := catalog.Lookup(metric)
 	switch {
 	case !ok:
 		return ""
@@ -198,7 +199,7 @@ func (s section) cells() map[[3]string]reportRow {
 
 // metricChart is the chart of one metric of a workload: a bar per target and path.
 func (m model) metricChart(s section, metric string, colours pathColours) htmlChart {
-	spec, _ := MetricSpec(metric)
+	spec, _ := catalog.Lookup(metric)
 	c := barChart{Title: s.workload + ": " + metric, Unit: "mean " + metric, Colours: colours}
 	if spec.Unit != "" {
 		c.Unit += " (" + spec.Unit + ")"
@@ -222,7 +223,7 @@ func (m model) percentileChart(s section, colours pathColours) htmlChart {
 	names := percentileMetrics()
 	shades := []float64{0, 0.35, 0.6}
 	unit := ""
-	if spec, ok := engine.Metric(names[0]); ok {
+	if spec, ok := catalog.Lookup(names[0]); ok {
 		unit = spec.Unit
 	}
 	c := barChart{Title: s.workload + ": latency percentiles", Unit: "mean of per-sample percentile (" + unit + ")", Colours: colours}

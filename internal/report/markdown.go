@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
@@ -79,7 +80,7 @@ func buildModel(docs []Document) (model, error) {
 		// Rows of a target the run did not record (an older store) still get a column.
 		for _, r := range d.Rows {
 			t := addTarget(i, r.Target, nil)
-			byWorkload[r.Workload] = append(byWorkload[r.Workload], reportRow{Row: r, target: t})
+			byWorkload[r.Label()] = append(byWorkload[r.Label()], reportRow{Row: r, target: t})
 			pathSeen[r.Path] = true
 		}
 	}
@@ -186,7 +187,7 @@ func (s section) headlineMetrics() []string {
 // left out.
 func directions(metrics []string) (higher, lower []string) {
 	for _, name := range metrics {
-		spec, ok := MetricSpec(name)
+		spec, ok := catalog.Lookup(name)
 		switch {
 		case !ok:
 		case spec.HigherIsBetter:
@@ -200,7 +201,7 @@ func directions(metrics []string) (higher, lower []string) {
 
 // arrow marks a metric's better direction: ↑ higher is better, ↓ lower is better.
 func arrow(metric string) string {
-	spec, ok := MetricSpec(metric)
+	spec, ok := catalog.Lookup(metric)
 	switch {
 	case !ok:
 		return ""

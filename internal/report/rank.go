@@ -2,6 +2,7 @@ package report
 
 import (
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
@@ -28,6 +29,7 @@ type Ranked struct {
 type RankGroup struct {
 	Path           string   `json:"path"`
 	Workload       string   `json:"workload"`
+	Pairs          int      `json:"pairs"`
 	Metric         string   `json:"metric"`
 	Unit           string   `json:"unit"`
 	HigherIsBetter bool     `json:"higherIsBetter"`
@@ -38,14 +40,18 @@ type RankGroup struct {
 // direction, and tests each against the best (Mann-Whitney U with a bootstrap ratio interval,
 // stats.Compare). It returns nothing for a run with one target.
 func Rank(samples []store.Sample) []RankGroup {
-	type cell struct{ path, workload, metric string }
+	type cell struct {
+		path, workload string
+		pairs          int
+		metric         string
+	}
 	values := map[cell]map[string][]float64{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" {
 			continue
 		}
 		add := func(name string, v float64) {
-			k := cell{s.Path, s.Workload, name}
+			k := cell{s.Path, s.Workload, s.Cell().Pairs, name}
 			if values[k] == nil {
 				values[k] = map[string][]float64{}
 			}
@@ -60,11 +66,11 @@ func Rank(samples []store.Sample) []RankGroup {
 	}
 	var groups []RankGroup
 	for k, byTarget := range values {
-		spec, known := MetricSpec(k.metric)
-		if !known || len(byTarget) < 2 || !Headline(Row{Workload: k.workload, Metric: k.metric}) {
+		spec, known := catalog.Lookup(k.metric)
+		if !known || len(byTarget) < 2 || !Headline(Row{Workload: k.workload, Pairs: k.pairs, Metric: k.metric}) {
 			continue
 		}
-		g := RankGroup{Path: k.path, Workload: k.workload, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
+		g := RankGroup{Path: k.path, Workload: k.workload, Pairs: k.pairs, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
 		for target, xs := range byTarget {
 			s := stats.Summarize(xs)
 			g.Entries = append(g.Entries, Ranked{Target: target, Summary: s, Mean: s.Mean})
@@ -100,6 +106,9 @@ func Rank(samples []store.Sample) []RankGroup {
 		if a.Workload != b.Workload {
 			return a.Workload < b.Workload
 		}
+		if a.Pairs != b.Pairs {
+			return a.Pairs < b.Pairs
+		}
 		if a.Path != b.Path {
 			return pathRank(a.Path) < pathRank(b.Path)
 		}
@@ -131,7 +140,8 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 			}
 			parts = append(parts, part)
 		}
-		fmt.Fprintf(w, "  %-22s %-14s %s [%s, %s]: %s\n", g.Workload, g.Path, g.Metric, g.Unit, dir, strings.Join(parts, " | "))
+		label := store.Cell{Workload: g.Workload, Pairs: g.Pairs}.WorkloadLabel()
+		fmt.Fprintf(w, "  %-22s %-14s %s [%s, %s]: %s\n", label, g.Path, g.Metric, g.Unit, dir, strings.Join(parts, " | "))
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
@@ -19,84 +20,79 @@ type Row struct {
 	Target   string        `json:"target"`
 	Path     string        `json:"path"`
 	Workload string        `json:"workload"`
+	Pairs    int           `json:"pairs"`
 	Metric   string        `json:"metric"`
 	Unit     string        `json:"unit"`
 	Summary  stats.Summary `json:"summary"`
 	// OfBaseline is the mean as a fraction of the host-network path's mean for the same target,
-	// workload and metric; NaN where there is no baseline (or on the baseline itself).
+	// workload, pairs and metric; NaN where there is no baseline (or on the baseline itself).
 	OfBaseline float64 `json:"ofBaseline"`
-	Failed     int     `json:"failed"` // samples of this cell that failed
+	Failed     int     `json:"failed"`  // samples of this cell that failed
+	Flagged    int     `json:"flagged"` // samples of this cell that carry a flag (e.g. start skew)
 }
 
-// resourceMetrics are the cost figures shown beside each workload's own metrics.
-func resourceMetrics() []string {
-	return []string{"cpu_s_per_gb", "cpu_s_per_1k_tx", "node_cpu_pct", "pod_cpu_s_per_gb", "pod_cpu_s_per_1k_tx", "host_cpu_seconds", "pod_cpu_seconds", "host_mem_used_mib"}
+// Cell is the row's place in the matrix.
+func (r Row) Cell() store.Cell {
+	return store.Cell{Target: r.Target, Path: r.Path, Workload: r.Workload, Pairs: max(r.Pairs, 1)}
 }
+
+// Label is the workload with its concurrency, as tables and sections show it.
+func (r Row) Label() string { return r.Cell().WorkloadLabel() }
 
 // Summarize computes every row of a run: warm-up samples are left out, failed ones counted.
 func Summarize(samples []store.Sample) []Row {
-	type key struct{ target, path, workload, metric string }
+	type key struct {
+		cell   store.Cell
+		metric string
+	}
 	values := map[key][]float64{}
-	failed := map[key]int{}
+	failed, flagged := map[store.Cell]int{}, map[store.Cell]int{}
 	for _, s := range samples {
 		if s.Warmup {
 			continue
 		}
+		c := s.Cell()
 		if s.Error != "" {
-			failed[key{s.Target, s.Path, s.Workload, ""}]++
+			failed[c]++
 			continue
 		}
+		if len(s.Flags) > 0 {
+			flagged[c]++
+		}
 		for name, v := range s.Metrics {
-			values[key{s.Target, s.Path, s.Workload, name}] = append(values[key{s.Target, s.Path, s.Workload, name}], v)
+			values[key{c, name}] = append(values[key{c, name}], v)
 		}
 		for name, v := range s.Resources {
-			values[key{s.Target, s.Path, s.Workload, name}] = append(values[key{s.Target, s.Path, s.Workload, name}], v)
+			values[key{c, name}] = append(values[key{c, name}], v)
 		}
 	}
 	var rows []Row
 	for k, xs := range values {
 		unit := ""
-		if spec, ok := MetricSpec(k.metric); ok {
+		if spec, ok := catalog.Lookup(k.metric); ok {
 			unit = spec.Unit
 		}
-		rows = append(rows, Row{Target: k.target, Path: k.path, Workload: k.workload, Metric: k.metric, Unit: unit,
-			Summary: stats.Summarize(xs), OfBaseline: math.NaN(), Failed: failed[key{k.target, k.path, k.workload, ""}]})
+		c := k.cell
+		rows = append(rows, Row{Target: c.Target, Path: c.Path, Workload: c.Workload, Pairs: c.Pairs, Metric: k.metric, Unit: unit,
+			Summary: stats.Summarize(xs), OfBaseline: math.NaN(), Failed: failed[c], Flagged: flagged[c]})
 	}
 	means := map[key]float64{}
 	for _, r := range rows {
-		means[key{r.Target, r.Path, r.Workload, r.Metric}] = r.Summary.Mean
+		means[key{r.Cell(), r.Metric}] = r.Summary.Mean
 	}
 	for i := range rows {
 		r := &rows[i]
 		if r.Path == suite.HostNetwork {
 			continue
 		}
-		if base, ok := means[key{r.Target, suite.HostNetwork, r.Workload, r.Metric}]; ok && base != 0 {
-			r.OfBaseline = r.Summary.Mean / base
+		base := r.Cell()
+		base.Path = suite.HostNetwork
+		if m, ok := means[key{base, r.Metric}]; ok && m != 0 {
+			r.OfBaseline = r.Summary.Mean / m
 		}
 	}
 	sortRows(rows)
 	return rows
-}
-
-// MetricSpec describes engine metrics and the runner's resource figures alike; the cost
-// figures are all lower-is-better.
-func MetricSpec(name string) (engine.MetricSpec, bool) {
-	if spec, ok := engine.Metric(name); ok {
-		return spec, true
-	}
-	specs := map[string]engine.MetricSpec{
-		"cpu_s_per_gb":        {Name: "cpu_s_per_gb", Unit: "CPU-s/GB", Description: "host CPU time per gigabyte received"},
-		"pod_cpu_s_per_gb":    {Name: "pod_cpu_s_per_gb", Unit: "CPU-s/GB", Description: "client+server container CPU per gigabyte"},
-		"cpu_s_per_1k_tx":     {Name: "cpu_s_per_1k_tx", Unit: "CPU-s/1k", Description: "host CPU time per thousand transactions"},
-		"pod_cpu_s_per_1k_tx": {Name: "pod_cpu_s_per_1k_tx", Unit: "CPU-s/1k", Description: "client+server container CPU per thousand transactions"},
-		"node_cpu_pct":        {Name: "node_cpu_pct", Unit: "%", Description: "busy CPU of the hosts involved"},
-		"host_cpu_seconds":    {Name: "host_cpu_seconds", Unit: "CPU-s", Description: "host CPU time during the sample"},
-		"pod_cpu_seconds":     {Name: "pod_cpu_seconds", Unit: "CPU-s", Description: "client+server container CPU time"},
-		"host_mem_used_mib":   {Name: "host_mem_used_mib", Unit: "MiB", Description: "host memory in use"},
-	}
-	s, ok := specs[name]
-	return s, ok
 }
 
 // sortRows orders rows by target, workload, path (suite order), then metric display order.
@@ -109,6 +105,9 @@ func sortRows(rows []Row) {
 		if a.Workload != b.Workload {
 			return a.Workload < b.Workload
 		}
+		if a.Pairs != b.Pairs {
+			return a.Pairs < b.Pairs
+		}
 		if a.Path != b.Path {
 			return pathRank(a.Path) < pathRank(b.Path)
 		}
@@ -116,12 +115,20 @@ func sortRows(rows []Row) {
 	})
 }
 
-// metricRank puts a workload's own metrics first, in the engine's order, then the costs.
-func metricRank(workload, metric string) int {
+// metricRank is MetricRank, as the package's own code calls it.
+func metricRank(workload, name string) int { return MetricRank(workload, name) }
+
+// MetricRank puts a workload's own metrics first, in the engine's order, then the pair
+// figures, the costs and the setup latencies: the display order of every table.
+func MetricRank(workload, name string) int {
 	kind := strings.SplitN(workload, "/", 2)[0]
-	order := append(engine.MetricsFor(kind), resourceMetrics()...)
+	rate := engine.RateMetric(kind)
+	order := append(engine.MetricsFor(kind), catalog.Concurrency()...)
+	order = append(order, rate+catalog.PairMin, rate+catalog.PairMedian, rate+catalog.PairMax)
+	order = append(order, catalog.Costs()...)
+	order = append(order, catalog.Setup()...)
 	for i, m := range order {
-		if m == metric {
+		if m == name {
 			return i
 		}
 	}
@@ -130,11 +137,9 @@ func metricRank(workload, metric string) int {
 
 // Headline reports whether a row belongs in the terminal table (the rest are in JSON).
 func Headline(r Row) bool {
-	kind := strings.SplitN(r.Workload, "/", 2)[0]
-	for _, m := range engine.MetricsFor(kind) {
-		if m == r.Metric {
-			return !strings.HasSuffix(m, "_cpu_pct")
-		}
+	// Fairness says nothing about one pair.
+	if r.Metric == catalog.Fairness && r.Pairs <= 1 {
+		return false
 	}
-	return r.Metric == "cpu_s_per_gb" || r.Metric == "cpu_s_per_1k_tx" || r.Metric == "node_cpu_pct"
+	return catalog.Headline(r.Metric)
 }

@@ -55,8 +55,8 @@ func jsonSafe(d Document) any {
 	rows := make([]map[string]any, 0, len(d.Rows))
 	for _, r := range d.Rows {
 		s := r.Summary
-		row := map[string]any{"target": r.Target, "path": r.Path, "workload": r.Workload, "metric": r.Metric, "unit": r.Unit,
-			"n": s.N, "failed": r.Failed, "outliers": len(s.Outliers)}
+		row := map[string]any{"target": r.Target, "path": r.Path, "workload": r.Workload, "pairs": r.Cell().Pairs, "metric": r.Metric, "unit": r.Unit,
+			"n": s.N, "failed": r.Failed, "flagged": r.Flagged, "outliers": len(s.Outliers)}
 		for k, v := range map[string]float64{"mean": s.Mean, "median": s.Median, "stddev": s.StdDev, "min": s.Min, "max": s.Max,
 			"ci95_low": s.CILow, "ci95_high": s.CIHigh, "trimmed_mean": s.TrimmedMean, "of_baseline": r.OfBaseline} {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -89,7 +89,10 @@ func Table(w io.Writer, d Document) error {
 		if r.Failed > 0 {
 			n += fmt.Sprintf("(+%d failed)", r.Failed)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Target, r.Workload, r.Path, r.Metric+" ["+r.Unit+"]", n,
+		if r.Flagged > 0 {
+			n += fmt.Sprintf("(%d flagged)", r.Flagged)
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Target, r.Label(), r.Path, r.Metric+" ["+r.Unit+"]", n,
 			num(s.Median), num(s.Mean), ci(s.CILow, s.CIHigh), num(s.TrimmedMean), len(s.Outliers), frac(r.OfBaseline))
 	}
 	if err := tw.Flush(); err != nil {
@@ -150,7 +153,7 @@ func rankingJSON(groups []RankGroup) []map[string]any {
 			}
 			entries = append(entries, m)
 		}
-		out = append(out, map[string]any{"path": g.Path, "workload": g.Workload, "metric": g.Metric, "unit": g.Unit,
+		out = append(out, map[string]any{"path": g.Path, "workload": g.Workload, "pairs": max(g.Pairs, 1), "metric": g.Metric, "unit": g.Unit,
 			"higher_is_better": g.HigherIsBetter, "entries": entries})
 	}
 	return out

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math/rand/v2"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -190,7 +190,7 @@ func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Du
 func headline(s store.Sample) string {
 	for _, name := range []string{"throughput_gbps", "connections_per_s", "latency_p50_us"} {
 		if v, ok := s.Metrics[name]; ok {
-			spec, _ := engine.Metric(name)
+			spec, _ := catalog.Lookup(name)
 			return fmt.Sprintf("%.4g %s", v, spec.Unit)
 		}
 	}

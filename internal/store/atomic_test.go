@@ -35,7 +35,7 @@ func testAddSampleAtomic(t *testing.T, b backend) {
 	// sample row, all metric rows and the first resource row were inserted in the
 	// transaction.
 	execAll(t, d, b.failTrigger)
-	bad := Sample{RunID: "r", Seq: 1, Target: "a", Path: "p", Workload: "w", Started: t0(), Duration: time.Second,
+	bad := Sample{RunID: "r", Seq: 1, Target: "a", Path: "p", Workload: "w", Pairs: 1, Started: t0(), Duration: time.Second,
 		Metrics:   map[string]float64{"m1": 1, "m2": 2, "m3": 3},
 		Resources: map[string]float64{"aaa": 1, "zzz": 2}, Raw: "raw"}
 	err := d.AddSample(ctx, bad)

@@ -25,7 +25,7 @@ const crashRun = "20261121-000000-dead"
 // size of its raw output vary with seq, so that a stored sample can be checked whole.
 func crashSample(seq int) Sample {
 	s := Sample{RunID: crashRun, Seq: seq, Round: seq / 10, Warmup: seq < 10, Target: "a", Path: "pod-pod",
-		Workload: "tcp-stream/" + strconv.Itoa(seq%4+1), Started: t0().Add(time.Duration(seq) * time.Second).UTC(),
+		Workload: "tcp-stream/" + strconv.Itoa(seq%4+1), Pairs: 1 + seq%3, Started: t0().Add(time.Duration(seq) * time.Second).UTC(),
 		Duration: time.Duration(seq) * time.Millisecond,
 		Metrics:  map[string]float64{}, Resources: map[string]float64{}}
 	for i := range 40 + seq%60 {

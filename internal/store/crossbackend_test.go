@@ -46,12 +46,12 @@ func fixture(t *testing.T, d *DB) {
 		}
 	}
 	samples := []Sample{
-		{RunID: runs[0].ID, Seq: 1 << 40, Round: -1, Warmup: true, Target: "b", Path: "pod-pod", Workload: "tcp-stream/4",
+		{RunID: runs[0].ID, Seq: 1 << 40, Round: -1, Warmup: true, Target: "b", Path: "pod-pod", Workload: "tcp-stream/4", Pairs: 40,
 			Started: t0(), Duration: -5, Raw: allBytes(), Error: "",
 			Metrics: map[string]float64{"subnormal": 5e-324, "max": math.MaxFloat64, "neg": -1.5e-300,
 				"sum": 0.1 + 0.2, "zero": 0, "negzero": math.Copysign(0, -1), "B": 1, "a": 2},
 			Resources: map[string]float64{"node_cpu_pct": 12.5}},
-		{RunID: runs[0].ID, Seq: 0, Target: "B", Started: t0().Add(time.Minute), Duration: time.Duration(math.MaxInt64),
+		{RunID: runs[0].ID, Seq: 0, Target: "B", Pairs: 1, Started: t0().Add(time.Minute), Duration: time.Duration(math.MaxInt64),
 			Raw: "\x00", Error: "refused \xc3"},
 		{RunID: runs[0].ID, Seq: 2, Target: "_a", Started: time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC),
 			Resources: map[string]float64{"x": 0}},

@@ -43,9 +43,19 @@ func testMigrateOldDatabase(t *testing.T, b backend) {
 	}
 	// Data written by a version-1 binary.
 	addRunWithTarget(t, old, "r")
-	if err := old.AddSample(ctx, Sample{RunID: "r", Seq: 0, Target: "a", Workload: "tcp-stream/1", Started: t0(),
-		Metrics: map[string]float64{"throughput_bps": 5e9}, Resources: map[string]float64{"node_cpu_pct": 30}}); err != nil {
-		t.Fatal(err)
+	// As that binary wrote it: no pairs or flags columns yet.
+	for _, stmt := range []struct {
+		q    string
+		args []any
+	}{
+		{`INSERT INTO samples (run_id, seq, round, warmup, target, path, workload, started, duration_ns, raw, error)
+			VALUES (?, 0, 0, 0, 'a', '', 'tcp-stream/1', ?, 0, ?, '')`, []any{"r", formatTime(t0()), old.dialect.rawArg("")}},
+		{`INSERT INTO metrics (run_id, seq, name, value) VALUES (?, 0, 'throughput_bps', 5e9)`, []any{"r"}},
+		{`INSERT INTO resources (run_id, seq, name, value) VALUES (?, 0, 'node_cpu_pct', 30)`, []any{"r"}},
+	} {
+		if _, err := old.exec(ctx, old.db, stmt.q, stmt.args...); err != nil {
+			t.Fatal(err)
+		}
 	}
 	if err := old.Close(); err != nil {
 		t.Fatal(err)
@@ -88,7 +98,7 @@ func testMigrateOldDatabase(t *testing.T, b backend) {
 	if err := d.migrate(ctx, steps); err != nil {
 		t.Fatal(err)
 	}
-	if samples, err := d.Samples(ctx, "r"); err != nil || len(samples) != 1 || samples[0].Metrics["throughput_bps"] != 5e9 {
+	if samples, err := d.Samples(ctx, "r"); err != nil || len(samples) != 1 || samples[0].Metrics["throughput_bps"] != 5e9 || samples[0].Pairs != 1 {
 		t.Errorf("old sample after the upgrade: %+v, %v", samples, err)
 	}
 }

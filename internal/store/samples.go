@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"sort"
+	"strings"
 	"time"
 )
 
@@ -30,9 +31,9 @@ func (d *DB) AddSample(ctx context.Context, s Sample) error {
 	}
 	err := inTx(ctx, d.db, func(tx *sql.Tx) error {
 		if _, err := d.exec(ctx, tx, `INSERT INTO samples
-			(run_id, seq, round, warmup, target, path, workload, started, duration_ns, raw, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			s.RunID, s.Seq, s.Round, warmup, s.Target, s.Path, s.Workload,
+			(run_id, seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			s.RunID, s.Seq, s.Round, warmup, s.Target, s.Path, s.Workload, max(s.Pairs, 1), strings.Join(s.Flags, ","),
 			formatTime(s.Started), s.Duration.Nanoseconds(), d.dialect.rawArg(s.Raw), cleanText(s.Error)); err != nil {
 			return err
 		}
@@ -80,6 +81,16 @@ func validSample(s Sample) error {
 		return fmt.Errorf("negative seq")
 	case s.Target == "":
 		return fmt.Errorf("empty target")
+	case s.Pairs < 0:
+		return fmt.Errorf("negative pairs")
+	}
+	for _, f := range s.Flags {
+		if f == "" || strings.Contains(f, ",") {
+			return fmt.Errorf("flag %q: expected a non-empty word without commas", f)
+		}
+		if err := checkText("flag", f); err != nil {
+			return err
+		}
 	}
 	for field, v := range map[string]string{"run id": s.RunID, "target": s.Target, "path": s.Path, "workload": s.Workload} {
 		if err := checkText(field, v); err != nil {
@@ -151,7 +162,7 @@ func (d *DB) Samples(ctx context.Context, runID string) ([]Sample, error) {
 }
 
 func (d *DB) querySamples(ctx context.Context, runID string) ([]Sample, error) {
-	rows, err := d.query(ctx, d.db, `SELECT seq, round, warmup, target, path, workload, started, duration_ns, raw, error
+	rows, err := d.query(ctx, d.db, `SELECT seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error
 		FROM samples WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, err
@@ -162,14 +173,17 @@ func (d *DB) querySamples(ctx context.Context, runID string) ([]Sample, error) {
 		s := Sample{RunID: runID}
 		var (
 			warmup, durationNS int64
-			started            sql.NullString
+			started, flags     sql.NullString
 			raw                []byte // TEXT in SQLite, BYTEA in PostgreSQL: both scan as bytes
 		)
-		if err := rows.Scan(&s.Seq, &s.Round, &warmup, &s.Target, &s.Path, &s.Workload,
+		if err := rows.Scan(&s.Seq, &s.Round, &warmup, &s.Target, &s.Path, &s.Workload, &s.Pairs, &flags,
 			&started, &durationNS, &raw, &s.Error); err != nil {
 			return nil, err
 		}
 		s.Raw = string(raw)
+		if flags.String != "" {
+			s.Flags = strings.Split(flags.String, ",")
+		}
 		s.Warmup = warmup != 0
 		s.Duration = time.Duration(durationNS)
 		if s.Started, err = parseTime(started); err != nil {

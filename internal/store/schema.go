@@ -106,6 +106,26 @@ func migrations(dl dialect) []migration {
 					FROM samples s JOIN resources r ON r.run_id = s.run_id AND r.seq = s.seq`,
 			},
 		},
+		{
+			version: 3,
+			name:    "pairs and flags of a sample",
+			stmts: []string{
+				// Concurrency is a dimension of the matrix like target and path; samples of
+				// earlier versions had one pair.
+				`ALTER TABLE samples ADD COLUMN pairs BIGINT NOT NULL DEFAULT 1 CHECK (pairs >= 1)`,
+				// Comma-separated conditions that make a sample suspect (e.g. start skew).
+				`ALTER TABLE samples ADD COLUMN flags TEXT NOT NULL DEFAULT ''`,
+				`DROP VIEW sample_values`,
+				`CREATE VIEW sample_values AS
+					SELECT s.run_id, s.seq, s.round, s.warmup, s.target, s.path, s.workload, s.pairs,
+						s.started, 'metric' AS kind, m.name, m.value
+					FROM samples s JOIN metrics m ON m.run_id = s.run_id AND m.seq = s.seq
+					UNION ALL
+					SELECT s.run_id, s.seq, s.round, s.warmup, s.target, s.path, s.workload, s.pairs,
+						s.started, 'resource' AS kind, r.name, r.value
+					FROM samples s JOIN resources r ON r.run_id = s.run_id AND r.seq = s.seq`,
+			},
+		},
 	}
 }
 

@@ -74,19 +74,52 @@ type Target struct {
 // Sample is one execution of a workload over a path of a target. Its Target must have been
 // added to the run (AddTarget) before the sample is.
 type Sample struct {
-	RunID     string
-	Seq       int  // order of execution within the run, unique per run
-	Round     int  // 0 is the warm-up round
-	Warmup    bool // the sample is not part of the results
-	Target    string
-	Path      string
-	Workload  string // workload id, e.g. "tcp-stream/4"
+	RunID    string
+	Seq      int  // order of execution within the run, unique per run
+	Round    int  // 0 is the warm-up round
+	Warmup   bool // the sample is not part of the results
+	Target   string
+	Path     string
+	Workload string // workload id, e.g. "tcp-stream/4"
+	// Pairs is how many client/server pairs ran the workload at once (0 is stored as 1).
+	Pairs     int
 	Started   time.Time
 	Duration  time.Duration
 	Metrics   map[string]float64 // nil when none; values must be finite (-0 is stored as 0)
 	Resources map[string]float64 // e.g. node_cpu_pct, cpu_seconds, cpu_s_per_gb; nil when none
 	Raw       string             // the tool's raw output, e.g. iperf3 JSON; any bytes, kept as they are
 	Error     string             // set when the sample failed (Metrics then empty); NUL and invalid UTF-8 become U+FFFD
+	// Flags name conditions that make the sample suspect, e.g. FlagSkew; each a word.
+	Flags []string
+}
+
+// Sample flags.
+const (
+	// FlagSkew marks a sample whose pairs started further apart than 5 % of its duration.
+	FlagSkew = "start-skew"
+)
+
+// Cell is where a sample sits in the run's matrix: every dimension but the round. Summaries,
+// rankings, comparisons and exports group samples by it.
+type Cell struct {
+	Target   string
+	Path     string
+	Workload string
+	Pairs    int
+}
+
+// Cell returns the sample's coordinates; a sample of an old run without pairs has one.
+func (s Sample) Cell() Cell {
+	return Cell{Target: s.Target, Path: s.Path, Workload: s.Workload, Pairs: max(s.Pairs, 1)}
+}
+
+// WorkloadLabel is the workload with its concurrency, as tables show it: "tcp-stream/1" for one
+// pair, "tcp-stream/1 x10" for ten.
+func (c Cell) WorkloadLabel() string {
+	if c.Pairs <= 1 {
+		return c.Workload
+	}
+	return c.Workload + " x" + strconv.Itoa(c.Pairs)
 }
 
 // NewRunID returns a new run id made of the current UTC time and 16 random bits,

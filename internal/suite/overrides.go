@@ -2,6 +2,7 @@ package suite
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -13,6 +14,7 @@ type Overrides struct {
 	Datapaths           []string      // one local cluster per datapath, measured side by side
 	LocalCluster        string        // local cluster name
 	Paths               []string      // replaces paths
+	Pairs               []int         // replaces pairs
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
 	Seed                int64
@@ -64,6 +66,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if len(o.Paths) > 0 {
 		s.Paths = o.Paths
 	}
+	if len(o.Pairs) > 0 {
+		s.Pairs = o.Pairs
+	}
 	if o.Repetitions != 0 {
 		s.Repetitions = o.Repetitions
 	}
@@ -86,7 +91,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 // flagNames adds the flag spelling to suite field names, since a user may have set them either way.
 func flagNames(err error) error {
 	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths"} {
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs"} {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}
@@ -102,4 +107,17 @@ func ClusterNameFor(datapath string) string {
 		name = name[:11]
 	}
 	return name
+}
+
+// ParsePairs reads --pairs: a comma-separated list of concurrency levels, e.g. "1,10,40".
+func ParsePairs(list string) ([]int, error) {
+	var out []int
+	for _, f := range strings.Split(list, ",") {
+		n, err := strconv.Atoi(strings.TrimSpace(f))
+		if err != nil {
+			return nil, fmt.Errorf("--pairs: %q: expected a comma-separated list of pair counts such as 1,10,40", f)
+		}
+		out = append(out, n)
+	}
+	return out, nil
 }

@@ -27,10 +27,13 @@ func AllPaths() []string { return []string{HostNetwork, SameNode, CrossNode, Pod
 
 // Suite is the whole study of one run.
 type Suite struct {
-	Targets     []Target   `json:"targets,omitempty"`
-	Paths       []string   `json:"paths"`
-	Workloads   []Workload `json:"workloads"`
-	Repetitions int        `json:"repetitions"`
+	Targets   []Target   `json:"targets,omitempty"`
+	Paths     []string   `json:"paths"`
+	Workloads []Workload `json:"workloads"`
+	// Pairs lists the concurrency levels: how many client/server pairs run each workload at
+	// the same time. Default [1].
+	Pairs       []int `json:"pairs,omitempty"`
+	Repetitions int   `json:"repetitions"`
 	// Duration of each measured sample, and of each warm-up sample (discarded).
 	Duration Duration `json:"duration"`
 	Warmup   Duration `json:"warmup"`
@@ -132,6 +135,9 @@ func (s *Suite) fillDefaults() {
 	if len(s.Workloads) == 0 {
 		s.Workloads = d.Workloads
 	}
+	if len(s.Pairs) == 0 {
+		s.Pairs = []int{1}
+	}
 	if s.Repetitions == 0 {
 		s.Repetitions = d.Repetitions
 	}
@@ -177,17 +183,38 @@ type Combo struct {
 	Target   string
 	Path     string
 	Workload Workload
+	Pairs    int
 }
 
-// Matrix expands the suite into its cells, targets outermost, in the suite's order.
+// Matrix expands the suite into its cells, targets outermost, in the suite's order. Every
+// dimension multiplies alike: target x path x workload x pairs.
 func (s Suite) Matrix() []Combo {
+	pairs := s.Pairs
+	if len(pairs) == 0 {
+		pairs = []int{1}
+	}
 	var out []Combo
 	for _, t := range s.Targets {
 		for _, p := range s.Paths {
 			for _, w := range s.Workloads {
-				out = append(out, Combo{Target: t.Name, Path: p, Workload: w})
+				for _, n := range pairs {
+					out = append(out, Combo{Target: t.Name, Path: p, Workload: w, Pairs: n})
+				}
 			}
 		}
 	}
 	return out
+}
+
+// MaxPairs is the largest concurrency a suite may ask for; the local cluster's kubelets
+// admit enough pods for it on two nodes.
+const MaxPairs = 120
+
+// MostPairs is the largest of the suite's concurrency levels: the pairs every target deploys.
+func (s Suite) MostPairs() int {
+	n := 1
+	for _, p := range s.Pairs {
+		n = max(n, p)
+	}
+	return n
 }

@@ -73,6 +73,16 @@ func (s Suite) Validate() error {
 		}
 		ids[ew.ID()] = true
 	}
+	seen := map[int]bool{}
+	for i, n := range s.Pairs {
+		if n < 1 || n > MaxPairs {
+			add("pairs[%d]: expected 1-%d client/server pairs, got %d", i, MaxPairs, n)
+		}
+		if seen[n] {
+			add("pairs[%d]: %d is listed twice", i, n)
+		}
+		seen[n] = true
+	}
 	if s.Repetitions < 2 || s.Repetitions > 1000 {
 		add("repetitions: expected 2-1000 (a confidence interval needs at least 2), got %d", s.Repetitions)
 	}

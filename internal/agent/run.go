@@ -1,0 +1,171 @@
+package agent
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/stats"
+)
+
+// ReadyLine is what `cnibench agent run --barrier` prints on stderr once it waits at the
+// barrier; the caller releases it by writing a line to its stdin.
+const ReadyLine = "cnibench-ready"
+
+// RunOptions configure `cnibench agent run`, which runs one client tool for the runner: at a
+// barrier shared with the other pairs of a sample, timed on the node's clock, and with the
+// tool's per-transaction log turned into a histogram.
+type RunOptions struct {
+	Argv []string
+	// Barrier makes the run wait for a line on In after printing ReadyLine on Err, so that
+	// every client of a sample starts within a bounded skew of the others.
+	Barrier bool
+	// RTTLog is a sockperf --full-log file the tool writes; its round trips become the
+	// report's histogram and the file is removed.
+	RTTLog string
+	In     io.Reader
+	Err    io.Writer
+}
+
+// RunReport is what `cnibench agent run` prints as JSON.
+type RunReport struct {
+	// StartNS and EndNS are the node's wall clock (Unix ns) when the tool was started and
+	// when it exited: the start times of the clients of one sample give its skew.
+	StartNS int64 `json:"start_ns"`
+	EndNS   int64 `json:"end_ns"`
+	// ExitCode is the tool's exit status (-1 when killed by a signal).
+	ExitCode int    `json:"exit_code"`
+	Stdout   string `json:"stdout"`
+	// Stderr is the tool's standard error, its last 4 KiB.
+	Stderr    string      `json:"stderr,omitempty"`
+	Histogram *stats.Hist `json:"histogram_us,omitempty"`
+}
+
+// stderrKeep bounds the tool's stderr kept in the report.
+const stderrKeep = 4096
+
+// Run runs the tool once and returns its report; an error means the tool could not be run
+// at all (or the barrier was abandoned), not that it failed.
+func Run(ctx context.Context, o RunOptions) (RunReport, error) {
+	if len(o.Argv) == 0 {
+		return RunReport{}, errors.New("run: expected a command after --")
+	}
+	if o.Barrier {
+		if err := waitBarrier(ctx, o.In, o.Err); err != nil {
+			return RunReport{}, err
+		}
+	}
+	if o.RTTLog != "" {
+		_ = os.Remove(o.RTTLog) // a stale log from an earlier sample would be read as this one's
+	}
+	var stdout, stderr bytes.Buffer
+	cmd := exec.CommandContext(ctx, o.Argv[0], o.Argv[1:]...)
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	rep := RunReport{StartNS: time.Now().UnixNano()}
+	err := cmd.Run()
+	rep.EndNS = time.Now().UnixNano()
+	rep.Stdout, rep.Stderr = stdout.String(), tail(stderr.String(), stderrKeep)
+	var exitErr *exec.ExitError
+	switch {
+	case errors.As(err, &exitErr):
+		rep.ExitCode = exitErr.ExitCode()
+	case err != nil:
+		return rep, fmt.Errorf("run %s: %w", o.Argv[0], err)
+	}
+	if o.RTTLog != "" && rep.ExitCode == 0 {
+		h, err := readSockperfLog(o.RTTLog)
+		_ = os.Remove(o.RTTLog)
+		if err != nil {
+			return rep, err
+		}
+		rep.Histogram = h
+	}
+	return rep, nil
+}
+
+// waitBarrier announces that the client is ready and waits for the release line.
+func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
+	if in == nil {
+		return errors.New("run --barrier: no standard input to be released through")
+	}
+	if _, err := fmt.Fprintln(errOut, ReadyLine); err != nil {
+		return fmt.Errorf("run --barrier: announce ready: %w", err)
+	}
+	line := make(chan error, 1)
+	go func() {
+		_, err := bufio.NewReader(in).ReadString('\n')
+		line <- err
+	}()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case err := <-line:
+		if err != nil {
+			return fmt.Errorf("run --barrier: standard input closed before the release: %w", err)
+		}
+		return nil
+	}
+}
+
+// readSockperfLog reads the round trips of a sockperf --full-log file: after a header line
+// "packet, txTime(sec), rxTime(sec), rtt(usec)", one "N, TX, RX, RTT" line per observation.
+func readSockperfLog(path string) (*stats.Hist, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read sockperf log: %w", err)
+	}
+	defer f.Close()
+	h := stats.NewHist()
+	sc := bufio.NewScanner(f)
+	header := false
+	for sc.Scan() {
+		line := sc.Text()
+		if !header {
+			header = strings.HasPrefix(line, "packet,") && strings.Contains(line, "rtt(usec)")
+			continue
+		}
+		fields := strings.Split(line, ",")
+		if len(fields) != 4 {
+			continue
+		}
+		rtt, err := strconv.ParseFloat(strings.TrimSpace(fields[3]), 64)
+		if err != nil {
+			return nil, fmt.Errorf("read sockperf log %s: rtt %q: %w", path, fields[3], err)
+		}
+		// A round trip below the log's 1 ns resolution still happened.
+		if err := h.Add(max(rtt, 0.001)); err != nil {
+			return nil, fmt.Errorf("read sockperf log %s: %w", path, err)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read sockperf log %s: %w", path, err)
+	}
+	if !header || h.Count() == 0 {
+		return nil, fmt.Errorf("read sockperf log %s: no round trips (header found: %v)", path, header)
+	}
+	return h, nil
+}
+
+// WriteReport prints the report as one line of JSON.
+func WriteReport(w io.Writer, r RunReport) error {
+	if err := json.NewEncoder(w).Encode(r); err != nil {
+		return fmt.Errorf("write report: %w", err)
+	}
+	return nil
+}
+
+func tail(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[len(s)-n:]
+}

@@ -1,0 +1,74 @@
+package agent
+
+import (
+	"context"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestRunWaitsAtTheBarrier(t *testing.T) {
+	inR, inW := io.Pipe()
+	errR, errW := io.Pipe()
+	done := make(chan RunReport, 1)
+	go func() {
+		rep, err := Run(context.Background(), RunOptions{Argv: []string{"echo", "hello"}, Barrier: true, In: inR, Err: errW})
+		if err != nil {
+			t.Error(err)
+		}
+		done <- rep
+	}()
+	buf := make([]byte, len(ReadyLine)+1)
+	if _, err := io.ReadFull(errR, buf); err != nil || strings.TrimSpace(string(buf)) != ReadyLine {
+		t.Fatalf("ready line %q, %v", buf, err)
+	}
+	select {
+	case <-done:
+		t.Fatal("ran before the release")
+	case <-time.After(200 * time.Millisecond):
+	}
+	released := time.Now().UnixNano()
+	if _, err := io.WriteString(inW, "go\n"); err != nil {
+		t.Fatal(err)
+	}
+	rep := <-done
+	if rep.Stdout != "hello\n" || rep.ExitCode != 0 {
+		t.Errorf("report %+v", rep)
+	}
+	if rep.StartNS < released || rep.EndNS < rep.StartNS {
+		t.Errorf("start %d before release %d, or end %d before start", rep.StartNS, released, rep.EndNS)
+	}
+}
+
+func TestRunAbandonedBarrierFails(t *testing.T) {
+	_, err := Run(context.Background(), RunOptions{Argv: []string{"true"}, Barrier: true, In: strings.NewReader(""), Err: io.Discard})
+	if err == nil || !strings.Contains(err.Error(), "before the release") {
+		t.Errorf("err = %v", err)
+	}
+}
+
+func TestRunReportsExitCodeAndSockperfLog(t *testing.T) {
+	rep, err := Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", "echo oops >&2; exit 3"}})
+	if err != nil || rep.ExitCode != 3 || rep.Stderr != "oops\n" {
+		t.Errorf("report %+v, err %v", rep, err)
+	}
+	log := filepath.Join(t.TempDir(), "full.csv")
+	// The shape of sockperf 3.7's --full-log: a summary, then one line per round trip.
+	script := `printf 'sockperf: [Total Run] RunTime=1.000 sec\n------------------------------\npacket, txTime(sec), rxTime(sec), rtt(usec)\n0, 2.4, 2.4, 8.450\n1, 2.4, 2.4, 9.016\n2, 2.4, 2.4, 30.5\n' > ` + log
+	rep, err = Run(context.Background(), RunOptions{Argv: []string{"sh", "-c", script}, RTTLog: log})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h := rep.Histogram; h == nil || h.Count() != 3 || h.Quantile(100) < 30 || h.Quantile(1) > 8.5 {
+		t.Fatalf("histogram %+v", h)
+	}
+	if _, err := os.Stat(log); !os.IsNotExist(err) {
+		t.Errorf("log not removed: %v", err)
+	}
+	if _, err := Run(context.Background(), RunOptions{Argv: []string{"true"}, RTTLog: log}); err == nil {
+		t.Error("a missing log is not an error")
+	}
+}

@@ -1,0 +1,176 @@
+// Package catalog is the one catalogue of every figure cnibench stores: its name, unit,
+// direction, whether it is a headline, and how the values of concurrent pairs combine into a
+// sample's figure. Engines, the runner, the report, compare and export all read it here.
+package catalog
+
+import "strings"
+
+// Aggregation says how a metric of N concurrent client/server pairs becomes one figure.
+type Aggregation int
+
+// Aggregations.
+const (
+	// None: not a per-pair figure (costs, setup latencies, pair statistics themselves).
+	None Aggregation = iota
+	// Sum: the pairs' values add up (throughput, rates, counts).
+	Sum
+	// Mean: the pairs' values are averaged (jitter, loss, per-process CPU %).
+	Mean
+	// Merged: computed from the pairs' merged latency histograms, never averaged.
+	Merged
+)
+
+// Spec is the metadata of one catalog.
+type Spec struct {
+	Name           string
+	Unit           string
+	Description    string
+	HigherIsBetter bool
+	// Headline metrics are in the terminal table, the ranking and the verdicts; the others
+	// are in JSON, exports and the report's detail.
+	Headline bool
+	Pairs    Aggregation
+}
+
+// Names of the metrics.
+const (
+	Throughput      = "throughput_gbps"
+	Retransmits     = "retransmits"
+	Loss            = "loss_pct"
+	Jitter          = "jitter_ms"
+	PacketRate      = "packets_per_s"
+	LatencyMean     = "latency_mean_us"
+	LatencyP50      = "latency_p50_us"
+	LatencyP90      = "latency_p90_us"
+	LatencyP99      = "latency_p99_us"
+	TransactionRate = "transactions_per_s"
+	ConnectionRate  = "connections_per_s"
+	Errors          = "errors"
+	SenderCPU       = "sender_cpu_pct"
+	ReceiverCPU     = "receiver_cpu_pct"
+
+	// Costs of a sample, from the hosts' and the containers' counters.
+	CPUPerGB       = "cpu_s_per_gb"
+	PodCPUPerGB    = "pod_cpu_s_per_gb"
+	CPUPer1kTx     = "cpu_s_per_1k_tx"
+	PodCPUPer1kTx  = "pod_cpu_s_per_1k_tx"
+	NodeCPU        = "node_cpu_pct"
+	HostCPUSeconds = "host_cpu_seconds"
+	PodCPUSeconds  = "pod_cpu_seconds"
+	HostMemUsed    = "host_mem_used_mib"
+	PodMemory      = "pod_mem_mib"
+
+	// Concurrency: how N pairs shared the path.
+	Fairness  = "fairness_jain"
+	StartSkew = "start_skew_ms"
+)
+
+// Per-pair distribution suffixes of a sample's rate metric: min, median and max over its pairs.
+const (
+	PairMin    = "_pair_min"
+	PairMedian = "_pair_median"
+	PairMax    = "_pair_max"
+)
+
+// Setup latencies, measured once per run on the pods and objects it creates.
+const (
+	PodRunningP50  = "pod_running_p50_ms"
+	PodRunningP90  = "pod_running_p90_ms"
+	PodRunningP99  = "pod_running_p99_ms"
+	PodReadyP50    = "pod_ready_p50_ms"
+	PodReadyP90    = "pod_ready_p90_ms"
+	PodReadyP99    = "pod_ready_p99_ms"
+	PodCount       = "pods"
+	NetReadyP50    = "network_ready_p50_ms"
+	NetReadyP99    = "network_ready_p99_ms"
+	ServiceReady   = "service_ready_ms"
+	PolicyEnforced = "netpol_enforced_ms"
+)
+
+func specs() []Spec {
+	return []Spec{
+		{Throughput, "Gbit/s", "Goodput measured by the receiver (payload bits per second, all streams; summed over pairs).", true, true, Sum},
+		{Retransmits, "segments", "TCP segments retransmitted by the sender over the sample (all streams and pairs).", false, true, Sum},
+		{Loss, "%", "UDP datagrams lost in transit: lost / sent * 100 (mean over pairs).", false, true, Mean},
+		{Jitter, "ms", "UDP inter-arrival jitter measured by the receiver (RFC 3550 smoothed; mean over pairs).", false, true, Mean},
+		{PacketRate, "pkt/s", "UDP datagrams received per second (summed over pairs).", true, true, Sum},
+		{LatencyMean, "µs", "Mean round-trip time of one request/response (connect included for tcp-crr).", false, true, Merged},
+		{LatencyP50, "µs", "Median round-trip time of one request/response, over every pair's transactions.", false, true, Merged},
+		{LatencyP90, "µs", "90th percentile round-trip time, over every pair's transactions.", false, true, Merged},
+		{LatencyP99, "µs", "99th percentile round-trip time, over every pair's transactions.", false, true, Merged},
+		{TransactionRate, "trans/s", "Request/response exchanges per second (summed over pairs).", true, true, Sum},
+		{ConnectionRate, "conn/s", "Connect, request/response, close cycles per second (summed over pairs).", true, true, Sum},
+		{Errors, "errors", "Failed connects, reads or writes of the in-house request/response client.", false, true, Sum},
+		{SenderCPU, "%", "CPU time (user+system) of the sending iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
+		{ReceiverCPU, "%", "CPU time (user+system) of the receiving iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
+
+		{CPUPerGB, "CPU-s/GB", "Host CPU time per gigabyte received.", false, true, None},
+		{PodCPUPerGB, "CPU-s/GB", "Client+server container CPU per gigabyte.", false, false, None},
+		{CPUPer1kTx, "CPU-s/1k", "Host CPU time per thousand transactions.", false, true, None},
+		{PodCPUPer1kTx, "CPU-s/1k", "Client+server container CPU per thousand transactions.", false, false, None},
+		{NodeCPU, "%", "Busy CPU of the hosts involved.", false, true, None},
+		{HostCPUSeconds, "CPU-s", "Host CPU time during the sample.", false, false, None},
+		{PodCPUSeconds, "CPU-s", "Client+server container CPU time.", false, false, None},
+		{HostMemUsed, "MiB", "Host memory in use.", false, false, None},
+		{PodMemory, "MiB", "Memory charged to a measured pod's containers, mean over the sample's pods: the cost of density.", false, false, None},
+
+		{Fairness, "index", "Jain's fairness index of the pairs' rates: 1 when all pairs got the same, 1/N when one got everything.", true, true, None},
+		{StartSkew, "ms", "Spread of the pairs' start times after the barrier released them.", false, false, None},
+
+		{PodRunningP50, "ms", "Pod creation to Running, median over the pods the run created (watch event times).", false, true, None},
+		{PodRunningP90, "ms", "Pod creation to Running, 90th percentile.", false, false, None},
+		{PodRunningP99, "ms", "Pod creation to Running, 99th percentile.", false, true, None},
+		{PodReadyP50, "ms", "Pod creation to Ready, median over the pods the run created.", false, true, None},
+		{PodReadyP90, "ms", "Pod creation to Ready, 90th percentile.", false, false, None},
+		{PodReadyP99, "ms", "Pod creation to Ready, 99th percentile.", false, true, None},
+		{PodCount, "pods", "Pods the figure is computed over.", true, false, None},
+		{NetReadyP50, "ms", "Client pod Running to its first successful connection to its server, median over pairs.", false, true, None},
+		{NetReadyP99, "ms", "Client pod Running to its first successful connection to its server, 99th percentile.", false, true, None},
+		{ServiceReady, "ms", "A Service's endpoint Ready to the first successful connection through its ClusterIP.", false, true, None},
+		{PolicyEnforced, "ms", "A NetworkPolicy's create to the first probe it drops (50 ms resolution).", false, true, None},
+	}
+}
+
+// Lookup returns a metric's metadata. Pair distribution metrics (NAME_pair_min ...) take the
+// unit and direction of NAME.
+func Lookup(name string) (Spec, bool) {
+	for _, s := range specs() {
+		if s.Name == name {
+			return s, true
+		}
+	}
+	for _, suffix := range []string{PairMin, PairMedian, PairMax} {
+		if base, ok := strings.CutSuffix(name, suffix); ok {
+			if s, ok := Lookup(base); ok {
+				what := map[string]string{PairMin: "lowest", PairMedian: "median", PairMax: "highest"}[suffix]
+				return Spec{Name: name, Unit: s.Unit, Description: "The " + what + " pair's " + base + ".", HigherIsBetter: s.HigherIsBetter}, true
+			}
+		}
+	}
+	return Spec{}, false
+}
+
+// Costs lists the cost figures shown after each workload's own metrics, in display order.
+func Costs() []string {
+	return []string{CPUPerGB, CPUPer1kTx, NodeCPU, PodCPUPerGB, PodCPUPer1kTx, HostCPUSeconds, PodCPUSeconds, HostMemUsed, PodMemory}
+}
+
+// Concurrency lists the figures of a sample with several pairs, in display order.
+func Concurrency() []string { return []string{Fairness, StartSkew} }
+
+// Setup lists the setup latencies in display order.
+func Setup() []string {
+	return []string{PodRunningP50, PodRunningP90, PodRunningP99, PodReadyP50, PodReadyP90, PodReadyP99, PodCount,
+		NetReadyP50, NetReadyP99, ServiceReady, PolicyEnforced}
+}
+
+// Headline reports whether a metric belongs in the terminal table, rankings and verdicts.
+func Headline(name string) bool {
+	s, ok := Lookup(name)
+	return ok && s.Headline
+}
+
+// ProgressOrder is the order in which a progress line looks for a sample's one figure.
+func ProgressOrder() []string {
+	return []string{Throughput, ConnectionRate, LatencyP50, PodReadyP50, ServiceReady, PolicyEnforced}
+}
