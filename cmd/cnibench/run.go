@@ -15,7 +15,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes, datapaths, policies string
+	var paths, nodes, datapaths, policies, pairs string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -26,6 +26,12 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if paths != "" {
 				o.Overrides.Paths = strings.Split(paths, ",")
+			}
+			if pairs != "" {
+				var err error
+				if o.Overrides.Pairs, err = suite.ParsePairs(pairs); err != nil {
+					return err
+				}
 			}
 			if datapaths != "" {
 				o.Overrides.Datapaths = strings.Split(datapaths, ",")
@@ -54,7 +60,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&o.Runner.Image, "image", "", "tools image (default: the local cluster's own; required for remote clusters)")
 	f.StringVar(&o.Runner.RuntimeClass, "runtime-class", "", "RuntimeClass of the benchmark pods (e.g. crun)")
 	f.StringVar(&o.Runner.Placement.Selector, "node-selector", "", "label selector for the two nodes")
-	f.StringVar(&nodes, "nodes", "", "two node names: client node,server node")
+	f.StringVar(&nodes, "nodes", "", "node names: client node,server node[,more nodes to spread pairs over]")
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")
 	f.StringVar(&o.Overrides.Datapath, "datapath", "", "local cluster datapath (default bridge)")
 	f.StringVar(&datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
@@ -62,6 +68,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables)")
 	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
 	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost")
+	f.StringVar(&pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")
 	f.IntVar(&o.Overrides.Repetitions, "repetitions", 0, "measured rounds (default from the suite: 5)")
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
 	f.DurationVar(&o.Overrides.Warmup, "warmup", 0, "duration of each warm-up sample (default 2s)")

@@ -92,7 +92,13 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	return rep, nil
 }
 
-// waitBarrier announces that the client is ready and waits for the release line.
+// maxStartDelay bounds how far in the future a release may schedule the start.
+const maxStartDelay = 30 * time.Second
+
+// waitBarrier announces that the client is ready and waits for the release line, "go" or
+// "go UNIX_NS": with a time, the start waits for it. Releasing every client with one start time
+// lets them start together even when the first to start would otherwise take the CPU from the
+// ones still being released.
 func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 	if in == nil {
 		return errors.New("run --barrier: no standard input to be released through")
@@ -100,20 +106,58 @@ func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 	if _, err := fmt.Fprintln(errOut, ReadyLine); err != nil {
 		return fmt.Errorf("run --barrier: announce ready: %w", err)
 	}
-	line := make(chan error, 1)
+	type release struct {
+		text string
+		err  error
+	}
+	line := make(chan release, 1)
 	go func() {
-		_, err := bufio.NewReader(in).ReadString('\n')
-		line <- err
+		text, err := bufio.NewReader(in).ReadString('\n')
+		line <- release{text, err}
 	}()
+	var rel release
 	select {
 	case <-ctx.Done():
 		return ctx.Err()
-	case err := <-line:
-		if err != nil {
-			return fmt.Errorf("run --barrier: standard input closed before the release: %w", err)
-		}
-		return nil
+	case rel = <-line:
 	}
+	if rel.err != nil {
+		return fmt.Errorf("run --barrier: standard input closed before the release: %w", rel.err)
+	}
+	at, err := startTime(rel.text)
+	if err != nil {
+		return err
+	}
+	if wait := time.Until(at); wait > 0 {
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+	return nil
+}
+
+// startTime reads a release line: "go" starts now, "go UNIX_NS" at that time.
+func startTime(line string) (time.Time, error) {
+	f := strings.Fields(line)
+	if len(f) == 0 || f[0] != "go" || len(f) > 2 {
+		return time.Time{}, fmt.Errorf("run --barrier: release %q: expected \"go\" or \"go UNIX_NS\"", strings.TrimSpace(line))
+	}
+	if len(f) == 1 {
+		return time.Now(), nil
+	}
+	ns, err := strconv.ParseInt(f[1], 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("run --barrier: release %q: start time: %w", strings.TrimSpace(line), err)
+	}
+	at := time.Unix(0, ns)
+	if time.Until(at) > maxStartDelay {
+		return time.Time{}, fmt.Errorf("run --barrier: start time %s is more than %s away: are the clocks of this node and the runner apart?", at.UTC().Format(time.RFC3339Nano), maxStartDelay)
+	}
+	return at, nil
 }
 
 // readSockperfLog reads the round trips of a sockperf --full-log file: after a header line

@@ -5,6 +5,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -30,16 +31,25 @@ func TestRunWaitsAtTheBarrier(t *testing.T) {
 		t.Fatal("ran before the release")
 	case <-time.After(200 * time.Millisecond):
 	}
-	released := time.Now().UnixNano()
-	if _, err := io.WriteString(inW, "go\n"); err != nil {
+	at := time.Now().Add(150 * time.Millisecond).UnixNano()
+	if _, err := io.WriteString(inW, "go "+strconv.FormatInt(at, 10)+"\n"); err != nil {
 		t.Fatal(err)
 	}
 	rep := <-done
 	if rep.Stdout != "hello\n" || rep.ExitCode != 0 {
 		t.Errorf("report %+v", rep)
 	}
-	if rep.StartNS < released || rep.EndNS < rep.StartNS {
-		t.Errorf("start %d before release %d, or end %d before start", rep.StartNS, released, rep.EndNS)
+	if rep.StartNS < at || rep.StartNS > at+int64(50*time.Millisecond) || rep.EndNS < rep.StartNS {
+		t.Errorf("start %d, want at the release's start time %d (within 50 ms); end %d", rep.StartNS, at, rep.EndNS)
+	}
+}
+
+func TestRunRefusesABadRelease(t *testing.T) {
+	for _, line := range []string{"stop\n", "go soon\n", "go " + strconv.FormatInt(time.Now().Add(time.Hour).UnixNano(), 10) + "\n"} {
+		_, err := Run(context.Background(), RunOptions{Argv: []string{"true"}, Barrier: true, In: strings.NewReader(line), Err: io.Discard})
+		if err == nil || !strings.Contains(err.Error(), "run --barrier") {
+			t.Errorf("release %q: err = %v", line, err)
+		}
 	}
 }
 

@@ -214,7 +214,9 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 			"memory.available": "100Mi", "nodefs.available": "1%", "imagefs.available": "1%", "nodefs.inodesFree": "1%",
 		},
 		"serializeImagePulls": false,
-		"maxPods":             110,
+		// Room for the largest pairs level (suite.MaxPairs) on one node, within the /24 a
+		// node's pods get addresses from.
+		"maxPods": 250,
 	}
 	data, err := yaml.Marshal(cfg)
 	if err != nil {

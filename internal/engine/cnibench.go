@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // cnibench drives the in-house agent shipped in the tools image (`cnibench agent ...`):
@@ -88,4 +89,13 @@ func (cnibench) Parse(w Workload, stdout []byte) (Metrics, error) {
 		MetricLatencyP99:  r.LatencyUsec.P99,
 		MetricErrors:      float64(r.Errors),
 	}, nil
+}
+
+// Histogram implements HistogramSource: the agent's rr and crr clients bucket every latency.
+func (cnibench) Histogram(stdout []byte) (*stats.Hist, error) {
+	var r agent.Result
+	if err := json.Unmarshal(bytes.TrimSpace(stdout), &r); err != nil {
+		return nil, fmt.Errorf("cnibench agent output: %w", err)
+	}
+	return r.Histogram, nil
 }

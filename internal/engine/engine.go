@@ -17,6 +17,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // Workload kinds.
@@ -332,4 +334,18 @@ func For(w Workload) (Engine, error) {
 		}
 	}
 	return nil, fmt.Errorf("workload %s: no engine supports it", w.ID())
+}
+
+// RTTLogger is implemented by engines whose client can log every round trip to a file, which
+// `cnibench agent run --rtt-log` turns into a histogram: N pairs' latencies then merge into
+// percentiles of all of their transactions.
+type RTTLogger interface {
+	// WithRTTLog returns the client argv that also writes each round trip to file.
+	WithRTTLog(argv []string, file string) []string
+}
+
+// HistogramSource is implemented by engines whose client prints a latency histogram itself.
+type HistogramSource interface {
+	// Histogram returns the round trips (µs) of the client's output, or nil if it has none.
+	Histogram(stdout []byte) (*stats.Hist, error)
 }

@@ -169,3 +169,9 @@ func sockperfNumber(re *regexp.Regexp, text string, group int, what string) (flo
 	}
 	return v, nil
 }
+
+// WithRTTLog implements RTTLogger: sockperf's --full-log writes one line per round trip of the
+// measured window (the warm-up is not logged), with --full-rtt the full round trip.
+func (sockperf) WithRTTLog(argv []string, file string) []string {
+	return append(append([]string{}, argv...), "--full-log", file)
+}

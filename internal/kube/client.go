@@ -8,6 +8,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -108,19 +109,29 @@ func (e *ExecError) Unwrap() error { return e.Err }
 
 // Exec runs argv in a container and returns its stdout.
 func (c *Client) Exec(ctx context.Context, namespace, pod, container string, argv []string) ([]byte, error) {
+	var stdout, stderr bytes.Buffer
+	err := c.ExecIO(ctx, namespace, pod, container, argv, nil, &stdout, &stderr)
+	if err != nil {
+		return stdout.Bytes(), &ExecError{Pod: pod, Container: container, Argv: argv, Stderr: stderr.String(), Err: err}
+	}
+	return stdout.Bytes(), nil
+}
+
+// ExecIO runs argv in a container with the given streams (stdin may be nil) and returns when
+// it exits; the error does not wrap stderr, which the caller has.
+func (c *Client) ExecIO(ctx context.Context, namespace, pod, container string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	req := c.CS.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
-		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdout: true, Stderr: true}, scheme.ParameterCodec)
+		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
 	exec, err := remotecommand.NewSPDYExecutor(c.config, "POST", req.URL())
 	if err != nil {
-		return nil, fmt.Errorf("exec in %s/%s: %w", pod, container, err)
+		return fmt.Errorf("exec in %s/%s: %w", pod, container, err)
 	}
-	var stdout, stderr bytes.Buffer
-	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)
 		}
-		return stdout.Bytes(), &ExecError{Pod: pod, Container: container, Argv: argv, Stderr: stderr.String(), Err: err}
+		return err
 	}
-	return stdout.Bytes(), nil
+	return nil
 }

@@ -36,10 +36,10 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	cni, mode := c.detectCNI(ctx)
 	fp["cni"], fp["cni_mode"] = cni, mode
 	fp["kube_proxy_mode"] = c.detectProxyMode(ctx)
-	if p, ok := f.Pods[RoleClient]; ok {
+	if p := f.Pod(RoleClient, 0); p != nil {
 		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "pod", fp)
 	}
-	if p, ok := f.Pods[RoleHostClient]; ok {
+	if p := f.Pod(RoleHostClient, 0); p != nil {
 		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "host", fp)
 	}
 	for k, v := range known {

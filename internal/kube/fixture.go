@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -33,6 +36,9 @@ const (
 // ClientContainer is the container that runs client tools in client pods.
 const ClientContainer = "client"
 
+// LabelPair numbers the client/server pair a pod belongs to, from 0.
+const LabelPair = "cnibench.dev/pair"
+
 // Server is one long-running server process; each runs in a container of its own.
 type Server struct {
 	Name string   // container name
@@ -42,24 +48,59 @@ type Server struct {
 
 // FixtureSpec is everything a run deploys into one cluster.
 type FixtureSpec struct {
-	Namespace      string
-	RunID          string
-	Image          string
-	RuntimeClass   string // empty: the cluster's default handler
-	Placement      Placement
-	Servers        []Server
-	Roles          []string // the pods the run's paths need
+	Namespace    string
+	RunID        string
+	Image        string
+	RuntimeClass string // empty: the cluster's default handler
+	Placement    Placement
+	// Servers holds the server containers of each pair's server pods, one list per pair: a
+	// run deploys as many pairs as its largest concurrency level. Host-network pairs share
+	// their node's ports, so each listens on ports of its own (ServersOf); pod-network
+	// servers all use the first pair's.
+	Servers        [][]Server
+	Roles          []string // the pods the run's paths need, one of each per pair
 	TolerateTaints bool
+}
+
+// Pairs is the number of client/server pairs the spec deploys.
+func (s FixtureSpec) Pairs() int { return len(s.Servers) }
+
+// ServersOf is the server containers of a role's pod in a pair.
+func (s FixtureSpec) ServersOf(role string, pair int) []Server {
+	if role == RoleHostServer {
+		return s.Servers[pair]
+	}
+	return s.Servers[0]
 }
 
 // Fixture is a deployed FixtureSpec with the addresses the paths use.
 type Fixture struct {
-	Spec      FixtureSpec
-	Pods      map[string]*corev1.Pod // by role
-	ServiceIP string
+	Spec FixtureSpec
+	Pods map[string][]*corev1.Pod // by role, then pair
+	// ServiceIPs are the ClusterIPs of each pair's Service, which fronts its server-b.
+	ServiceIPs []string
+	// Startup is how long the pods took to come up, from the watch.
+	Startup Startup
 }
 
-// Deploy creates the namespace, pods and Service and waits until every server listens.
+// Pod returns the pod of a role in a pair, nil when the run has none.
+func (f *Fixture) Pod(role string, pair int) *corev1.Pod {
+	if pods := f.Pods[role]; pair < len(pods) {
+		return pods[pair]
+	}
+	return nil
+}
+
+// Has reports whether the fixture has pods of a role.
+func (f *Fixture) Has(role string) bool { return len(f.Pods[role]) > 0 }
+
+// podCreators bounds concurrent pod creates: a burst of a hundred pods goes out in parallel
+// without pushing a small API server into throttling.
+const podCreators = 16
+
+// Deploy creates the namespace, pods and Services and waits until every server listens. The
+// first pair's pods are created and awaited alone, on a quiet cluster; the other pairs follow
+// as one burst. A watch records when each pod became Running and Ready.
 func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace bool) (*Fixture, error) {
 	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: spec.RunID}
 	if createNamespace {
@@ -68,28 +109,75 @@ func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace b
 			return nil, fmt.Errorf("create namespace %s: %w", spec.Namespace, err)
 		}
 	}
-	f := &Fixture{Spec: spec, Pods: map[string]*corev1.Pod{}}
-	for _, role := range spec.Roles {
-		pod := spec.pod(role)
-		if _, err := c.CS.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create pod %s: %w", pod.Name, err)
+	tr, err := c.trackPods(ctx, spec.Namespace, LabelRun+"="+spec.RunID)
+	if err != nil {
+		return nil, err
+	}
+	defer tr.stop()
+	f := &Fixture{Spec: spec, Pods: map[string][]*corev1.Pod{}, ServiceIPs: make([]string, spec.Pairs())}
+	first, burst := spec.podsOf(0, 1), spec.podsOf(1, spec.Pairs())
+	for _, batch := range [][]*corev1.Pod{first, burst} {
+		if err := c.createPods(ctx, tr, batch); err != nil {
+			return nil, err
+		}
+		if err := tr.waitReady(ctx, names(batch), podReadyTimeout(len(batch))); err != nil {
+			return nil, err
 		}
 	}
 	if spec.has(RoleServerB) {
-		svc, err := c.CS.CoreV1().Services(spec.Namespace).Create(ctx, spec.service(), metav1.CreateOptions{})
-		if err != nil {
-			return nil, fmt.Errorf("create service: %w", err)
+		for i := range spec.Pairs() {
+			svc, err := c.CS.CoreV1().Services(spec.Namespace).Create(ctx, spec.service(i), metav1.CreateOptions{})
+			if err != nil {
+				return nil, fmt.Errorf("create service: %w", err)
+			}
+			f.ServiceIPs[i] = svc.Spec.ClusterIP
 		}
-		f.ServiceIP = svc.Spec.ClusterIP
 	}
 	for _, role := range spec.Roles {
-		p, err := c.waitReady(ctx, spec.Namespace, podName(role), 3*time.Minute)
-		if err != nil {
-			return nil, err
+		for i := range spec.Pairs() {
+			f.Pods[role] = append(f.Pods[role], tr.pod(podName(role, i)))
 		}
-		f.Pods[role] = p
 	}
+	f.Startup = Startup{First: tr.latencies(names(first)), Burst: tr.latencies(names(burst))}
 	return f, nil
+}
+
+// podReadyTimeout allows a burst of pods more time than one.
+func podReadyTimeout(pods int) time.Duration { return 3*time.Minute + time.Duration(pods)*time.Second }
+
+// createPods creates pods concurrently, noting each one's create time in the tracker.
+func (c *Client) createPods(ctx context.Context, tr *podTracker, pods []*corev1.Pod) error {
+	g, gctx := errgroup.WithContext(ctx)
+	g.SetLimit(podCreators)
+	for _, pod := range pods {
+		g.Go(func() error {
+			tr.created(pod.Name, time.Now())
+			if _, err := c.CS.CoreV1().Pods(pod.Namespace).Create(gctx, pod, metav1.CreateOptions{}); err != nil {
+				return fmt.Errorf("create pod %s: %w", pod.Name, err)
+			}
+			return nil
+		})
+	}
+	return g.Wait()
+}
+
+func names(pods []*corev1.Pod) []string {
+	out := make([]string, len(pods))
+	for i, p := range pods {
+		out[i] = p.Name
+	}
+	return out
+}
+
+// podsOf builds the pods of pairs [from, to), every role of a pair together.
+func (s FixtureSpec) podsOf(from, to int) []*corev1.Pod {
+	var out []*corev1.Pod
+	for i := from; i < to; i++ {
+		for _, role := range s.Roles {
+			out = append(out, s.pod(role, i))
+		}
+	}
+	return out
 }
 
 func (s FixtureSpec) has(role string) bool {
@@ -101,20 +189,34 @@ func (s FixtureSpec) has(role string) bool {
 	return false
 }
 
-func podName(role string) string { return "cnibench-" + role }
+func podName(role string, pair int) string { return fmt.Sprintf("cnibench-%s-%d", role, pair) }
 
-// pod builds the pod of a role.
-func (s FixtureSpec) pod(role string) *corev1.Pod {
-	grace := int64(1)
-	node := s.Placement.NodeA
-	if role == RoleServerB || role == RoleHostServer {
-		node = s.Placement.NodeB
+// node places a role's pod of a pair. On two nodes clients (and same-node servers) go to the
+// first, remote servers to the second; on more, pairs spread round-robin, each remote server
+// on the node after its client's.
+func (s FixtureSpec) node(role string, pair int) string {
+	nodes := s.Placement.all()
+	remote := role == RoleServerB || role == RoleHostServer
+	if len(nodes) <= 2 {
+		if remote {
+			return nodes[len(nodes)-1]
+		}
+		return nodes[0]
 	}
+	if remote {
+		return nodes[(pair+1)%len(nodes)]
+	}
+	return nodes[pair%len(nodes)]
+}
+
+// pod builds the pod of a role in a pair.
+func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
+	grace := int64(1)
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName(role), Namespace: s.Namespace,
-			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: role}},
+		ObjectMeta: metav1.ObjectMeta{Name: podName(role, pair), Namespace: s.Namespace,
+			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: role, LabelPair: strconv.Itoa(pair)}},
 		Spec: corev1.PodSpec{
-			NodeName:                      node,
+			NodeName:                      s.node(role, pair),
 			TerminationGracePeriodSeconds: &grace,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			AutomountServiceAccountToken:  new(bool),
@@ -137,7 +239,7 @@ func (s FixtureSpec) pod(role string) *corev1.Pod {
 	}
 	isServer := role == RoleServerA || role == RoleServerB || role == RoleHostServer || role == RoleLocal
 	if isServer {
-		for _, srv := range s.Servers {
+		for _, srv := range s.ServersOf(role, pair) {
 			p.Spec.Containers = append(p.Spec.Containers, s.container(srv.Name, srv.Argv, srv.Port))
 		}
 	}
@@ -159,14 +261,17 @@ func (s FixtureSpec) container(name string, argv []string, port int) corev1.Cont
 	return c
 }
 
-// service fronts server-b on every server port, TCP and UDP (iperf3 UDP uses both).
-func (s FixtureSpec) service() *corev1.Service {
+// ServiceName names the Service of a pair.
+func ServiceName(pair int) string { return fmt.Sprintf("cnibench-server-b-%d", pair) }
+
+// service fronts a pair's server-b on every server port, TCP and UDP (iperf3 UDP uses both).
+func (s FixtureSpec) service(pair int) *corev1.Service {
 	svc := &corev1.Service{
-		ObjectMeta: metav1.ObjectMeta{Name: "cnibench-server-b", Namespace: s.Namespace,
+		ObjectMeta: metav1.ObjectMeta{Name: ServiceName(pair), Namespace: s.Namespace,
 			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID}},
-		Spec: corev1.ServiceSpec{Selector: map[string]string{LabelRun: s.RunID, LabelRole: RoleServerB}},
+		Spec: corev1.ServiceSpec{Selector: map[string]string{LabelRun: s.RunID, LabelRole: RoleServerB, LabelPair: strconv.Itoa(pair)}},
 	}
-	for _, srv := range s.Servers {
+	for _, srv := range s.ServersOf(RoleServerB, pair) {
 		for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
 				Name: fmt.Sprintf("p%d-%s", srv.Port, map[corev1.Protocol]string{corev1.ProtocolTCP: "tcp", corev1.ProtocolUDP: "udp"}[proto]),
@@ -175,32 +280,6 @@ func (s FixtureSpec) service() *corev1.Service {
 		}
 	}
 	return svc
-}
-
-// waitReady waits until a pod is Ready, failing early on errors that will not heal.
-func (c *Client) waitReady(ctx context.Context, ns, name string, timeout time.Duration) (*corev1.Pod, error) {
-	deadline := time.Now().Add(timeout)
-	var last *corev1.Pod
-	for {
-		p, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-		if err == nil {
-			last = p
-			if podReady(p) {
-				return p, nil
-			}
-			if why := stuck(p); why != "" {
-				return nil, fmt.Errorf("pod %s on %s cannot start: %s", name, p.Spec.NodeName, why)
-			}
-		}
-		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("pod %s not ready after %s: %s", name, timeout, describe(last))
-		}
-		select {
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		case <-time.After(250 * time.Millisecond):
-		}
-	}
 }
 
 func podReady(p *corev1.Pod) bool {
@@ -250,8 +329,15 @@ func (c *Client) Teardown(ctx context.Context, namespace, runID string, ownNames
 			return fmt.Errorf("delete namespace %s: %w", namespace, err)
 		}
 	} else {
-		if err := c.CS.CoreV1().Services(namespace).Delete(ctx, "cnibench-server-b", metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete service: %w", err)
+		// Services have no delete-collection verb.
+		svcs, err := c.CS.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+		if err != nil {
+			return fmt.Errorf("list services of run %s: %w", runID, err)
+		}
+		for _, svc := range svcs.Items {
+			if err := c.CS.CoreV1().Services(namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+				return fmt.Errorf("delete service %s: %w", svc.Name, err)
+			}
 		}
 		if err := c.CS.NetworkingV1().NetworkPolicies(namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
 			metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {

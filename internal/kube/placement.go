@@ -11,16 +11,26 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// PlacementOptions choose the two nodes a run uses.
+// PlacementOptions choose the nodes a run uses.
 type PlacementOptions struct {
-	Nodes          []string // explicit node names (first is A, second B); empty: choose
+	Nodes          []string // explicit node names (first is A, second B, more spread pairs); empty: choose
 	Selector       string   // label selector the chosen nodes must match
 	TolerateTaints bool     // place on tainted nodes too (pods tolerate every taint)
 }
 
-// Placement is where clients (A) and remote servers (B) run.
+// Placement is where clients (A) and remote servers (B) run; with several pairs and more
+// than two nodes, Nodes lists every node the pairs spread over (A and B first).
 type Placement struct {
 	NodeA, NodeB string
+	Nodes        []string
+}
+
+// all lists the nodes pairs go to, at least A and B.
+func (p Placement) all() []string {
+	if len(p.Nodes) >= 2 {
+		return p.Nodes
+	}
+	return []string{p.NodeA, p.NodeB}
 }
 
 // Place picks two Ready, schedulable nodes. Nodes that are only transiently unusable (not yet
@@ -62,8 +72,8 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 	}
 	sort.Strings(usable)
 	if len(o.Nodes) > 0 {
-		if len(o.Nodes) != 2 {
-			return Placement{}, false, fmt.Errorf("--nodes: expected two node names (client node, server node), got %d", len(o.Nodes))
+		if len(o.Nodes) < 2 {
+			return Placement{}, false, fmt.Errorf("--nodes: expected at least two node names (client node, server node, more to spread pairs over), got %d", len(o.Nodes))
 		}
 		for _, name := range o.Nodes {
 			n, ok := byName[name]
@@ -74,13 +84,13 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 				return Placement{}, !NodeReady(n), fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
 			}
 		}
-		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1]}, false, nil
+		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1], Nodes: o.Nodes}, false, nil
 	}
 	if len(usable) < 2 {
 		return Placement{}, transient, fmt.Errorf("need two Ready, schedulable nodes, found %d usable of %d (selector %q); unusable: %s",
 			len(usable), len(list.Items), o.Selector, strings.Join(refused, ", "))
 	}
-	return Placement{NodeA: usable[0], NodeB: usable[1]}, false, nil
+	return Placement{NodeA: usable[0], NodeB: usable[1], Nodes: usable}, false, nil
 }
 
 // NodeReady reports a node that pods can go to as far as its lifecycle goes: Ready, and free

@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -31,15 +32,15 @@ func TestPlaceChoosesUsableNodes(t *testing.T) {
 		node("gpu1", true), node("gpu2", true),
 	)}
 	p, transient, err := c.place(ctx, PlacementOptions{Selector: "pool=gpu"})
-	if err != nil || p != (Placement{NodeA: "gpu1", NodeB: "gpu2"}) || transient {
+	if err != nil || !reflect.DeepEqual(p, Placement{NodeA: "gpu1", NodeB: "gpu2", Nodes: []string{"gpu1", "gpu2"}}) || transient {
 		t.Errorf("selector: %+v %v %v", p, transient, err)
 	}
 	p, _, err = c.place(ctx, PlacementOptions{Selector: "pool in (a,b,c,d)"})
-	if err != nil || p != (Placement{NodeA: "b2", NodeB: "d4"}) {
+	if err != nil || !reflect.DeepEqual(p, Placement{NodeA: "b2", NodeB: "d4", Nodes: []string{"b2", "d4"}}) {
 		t.Errorf("tainted a1 and not-ready c3 must be skipped: %+v %v", p, err)
 	}
 	p, _, err = c.place(ctx, PlacementOptions{Selector: "pool in (a,b)", TolerateTaints: true})
-	if err != nil || p != (Placement{NodeA: "a1", NodeB: "b2"}) {
+	if err != nil || !reflect.DeepEqual(p, Placement{NodeA: "a1", NodeB: "b2", Nodes: []string{"a1", "b2"}}) {
 		t.Errorf("--tolerate-taints: %+v %v", p, err)
 	}
 	_, transient, err = c.place(ctx, PlacementOptions{Selector: "pool in (a,c)"})
@@ -54,10 +55,10 @@ func TestPlaceChoosesUsableNodes(t *testing.T) {
 func TestPlaceExplicitNodes(t *testing.T) {
 	ctx := context.Background()
 	c := &Client{CS: fake.NewSimpleClientset(node("n1", true), node("n2", true), node("n3", true, noSchedule))}
-	if p, _, err := c.place(ctx, PlacementOptions{Nodes: []string{"n2", "n1"}}); err != nil || p != (Placement{NodeA: "n2", NodeB: "n1"}) {
+	if p, _, err := c.place(ctx, PlacementOptions{Nodes: []string{"n2", "n1"}}); err != nil || !reflect.DeepEqual(p, Placement{NodeA: "n2", NodeB: "n1", Nodes: []string{"n2", "n1"}}) {
 		t.Errorf("explicit order: %+v %v", p, err)
 	}
-	for _, nodes := range [][]string{{"n1"}, {"n1", "nope"}, {"n1", "n3"}} {
+	for _, nodes := range [][]string{{"n1"}, {"n1", "nope"}, {"n1", "n3"}, {"n1", "n2", "n3"}} {
 		if _, _, err := c.place(ctx, PlacementOptions{Nodes: nodes}); err == nil || !strings.Contains(err.Error(), "--nodes") {
 			t.Errorf("--nodes %v: %v", nodes, err)
 		}

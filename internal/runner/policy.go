@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -23,11 +24,11 @@ const enforceTimeout = 3 * time.Minute
 
 // applyPolicy puts a target under its NetworkPolicy variant and, for an allow policy, waits
 // until the datapath enforces it: a figure measured before the policy bites would be labelled
-// with a variant it did not measure.
+// with a variant it did not measure. The time from the allow policy's create to the first
+// probe it dropped is stored as the target's enforcement latency.
 func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy, servers []kube.Server) error {
 	server := probeServer(tg.fixture)
-	_, hasClient := tg.fixture.Pods[kube.RoleClient]
-	verify := p.Allow && server != "" && hasClient
+	verify := p.Allow && server != "" && tg.fixture.Has(kube.RoleClient)
 	if verify {
 		// Before any policy the closed port must answer with a refusal; otherwise a timeout
 		// afterwards would prove nothing.
@@ -59,56 +60,38 @@ func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy
 	}
 	// The allow policy comes last, so the time to enforcement is its own.
 	spec.Allow, spec.Extra = true, 0
-	began := time.Now()
-	if err := tg.client.ApplyPolicies(ctx, spec, nil); err != nil {
-		return err
-	}
 	if !verify {
 		r.progress("target %s: the allow policy selects no measured pod (no pod-network path), nothing to verify", tg.name)
-		return nil
+		return tg.client.ApplyPolicies(ctx, spec, nil)
 	}
-	return r.awaitEnforced(ctx, tg, server, servers[0].Port, began)
-}
-
-// awaitEnforced polls until probes of the closed port time out, then checks that the
-// allowed port still admits the client.
-func (r *run) awaitEnforced(ctx context.Context, tg *target, server string, allowed int, began time.Time) error {
-	deadline := time.Now().Add(enforceTimeout)
-	for {
-		out, err := r.probe(ctx, tg, server, closedPort)
-		if err != nil {
-			return err
-		}
-		if out == agent.ProbeTimeout {
-			break
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("the datapath did not enforce NetworkPolicy %s within %s (probes of %s port %d still end %s); does it enforce policies?",
-				kube.AllowPolicyName, enforceTimeout, server, closedPort, out)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
-		}
+	var created time.Time
+	dropped, err := r.probeUntil(ctx, tg, server, closedPort, agent.ProbeTimeout, func() error {
+		created = time.Now()
+		return tg.client.ApplyPolicies(ctx, spec, nil)
+	})
+	if err != nil {
+		return fmt.Errorf("the datapath did not enforce NetworkPolicy %s (probes of %s port %d never started to be dropped; does it enforce policies?): %w",
+			kube.AllowPolicyName, server, closedPort, err)
 	}
-	out, err := r.probe(ctx, tg, server, allowed)
+	out, err := r.probe(ctx, tg, server, servers[0].Port)
 	if err != nil {
 		return err
 	}
 	if out != agent.ProbeOpen {
-		return fmt.Errorf("policy %s is enforced but the client's connection to %s port %d ended %s: the policy drops measured traffic", kube.AllowPolicyName, server, allowed, out)
+		return fmt.Errorf("policy %s is enforced but the client's connection to %s port %d ended %s: the policy drops measured traffic", kube.AllowPolicyName, server, servers[0].Port, out)
 	}
-	r.progress("target %s: NetworkPolicy enforced %.1fs after its create", tg.name, time.Since(began).Seconds())
+	ms := latencyMS(created, dropped)
+	r.progress("target %s: NetworkPolicy enforced %.0f ms after its create", tg.name, ms)
+	tg.addSetup(setupPolicy, 1, map[string]float64{catalog.PolicyEnforced: ms})
 	return nil
 }
 
-// probe runs `cnibench agent probe` in the client pod.
+// probe runs `cnibench agent probe` in the first client pod.
 func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (string, error) {
 	addr := net.JoinHostPort(ip, strconv.Itoa(port))
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
-	raw, err := tg.client.Exec(pctx, tg.namespace, tg.fixture.Pods[kube.RoleClient].Name, kube.ClientContainer,
+	raw, err := tg.client.Exec(pctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
 		[]string{"cnibench", "agent", "probe", "--target", addr, "--timeout", "1s"})
 	if err != nil {
 		return "", fmt.Errorf("probe %s: %w", addr, err)
@@ -120,11 +103,11 @@ func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (strin
 	return res.Outcome, nil
 }
 
-// probeServer is the pod-network server the enforcement probes target: the cross-node one
-// when the run has it.
+// probeServer is the pod-network server the enforcement probes target: the first pair's
+// cross-node one when the run has it.
 func probeServer(f *kube.Fixture) string {
 	for _, role := range []string{kube.RoleServerB, kube.RoleServerA} {
-		if p, ok := f.Pods[role]; ok {
+		if p := f.Pod(role, 0); p != nil {
 			return p.Status.PodIP
 		}
 	}

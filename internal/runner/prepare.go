@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -24,19 +25,26 @@ type target struct {
 	name           string
 	client         *kube.Client
 	fixture        *kube.Fixture
-	servers        map[string]kube.Server // by workload id
+	servers        map[string]int // index of each workload's server container, by workload id
 	namespace      string
 	ownNamespace   bool
 	localCluster   string // set when the target is a local cluster
 	createdCluster bool   // the run created the local cluster, so it deletes it
 	fingerprint    map[string]string
+	setup          []store.Sample // setup latencies, stored once the target is
 }
 
-// servers derives one server container per distinct server command among the workloads.
-func servers(s suite.Suite) (map[string]kube.Server, []kube.Server, error) {
-	byWorkload := map[string]kube.Server{}
-	byCommand := map[string]kube.Server{}
-	var list []kube.Server
+// servers derives one server container per distinct server command among the workloads
+// (the index of each workload's), and one set of them per pair, up to the suite's largest
+// concurrency: pair i's listen on ports of their own, which host-network pairs need.
+func servers(s suite.Suite) (map[string]int, [][]kube.Server, error) {
+	byWorkload := map[string]int{}
+	byCommand := map[string]int{}
+	type tmpl struct {
+		name string
+		argv func(port int) []string
+	}
+	var list []tmpl
 	for _, w := range s.Workloads {
 		ew := w.Engine(s.Duration.Duration)
 		eng, err := engine.For(ew)
@@ -44,16 +52,22 @@ func servers(s suite.Suite) (map[string]kube.Server, []kube.Server, error) {
 			return nil, nil, err
 		}
 		key := eng.Name() + " " + strings.Join(eng.ServerArgv(ew, 0), " ")
-		srv, ok := byCommand[key]
+		j, ok := byCommand[key]
 		if !ok {
-			port := serverPortBase + len(list)
-			srv = kube.Server{Name: fmt.Sprintf("srv%d-%s", len(list), eng.Name()), Argv: eng.ServerArgv(ew, port), Port: port}
-			byCommand[key] = srv
-			list = append(list, srv)
+			j = len(list)
+			byCommand[key] = j
+			list = append(list, tmpl{fmt.Sprintf("srv%d-%s", j, eng.Name()), func(port int) []string { return eng.ServerArgv(ew, port) }})
 		}
-		byWorkload[ew.ID()] = srv
+		byWorkload[ew.ID()] = j
 	}
-	return byWorkload, list, nil
+	sets := make([][]kube.Server, s.MostPairs())
+	for i := range sets {
+		for j, t := range list {
+			port := serverPortBase + i*len(list) + j
+			sets[i] = append(sets[i], kube.Server{Name: t.name, Argv: t.argv(port), Port: port})
+		}
+	}
+	return byWorkload, sets, nil
 }
 
 // roles lists the pods the suite's paths need.
@@ -131,24 +145,33 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	byWorkload, list, err := servers(r.opts.Suite)
+	byWorkload, sets, err := servers(r.opts.Suite)
 	if err != nil {
 		return tg, err
 	}
 	tg.servers = byWorkload
-	r.progress("target %s: deploying pods on %s and %s (namespace %s)", t.Name, placement.NodeA, placement.NodeB, tg.namespace)
+	rs := roles(r.opts.Suite.Paths)
+	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*len(sets), len(sets),
+		strings.Join(placementNodes(placement, len(sets)), ", "), tg.namespace)
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: r.opts.RuntimeClass,
-		Placement: placement, Servers: list, Roles: roles(r.opts.Suite.Paths), TolerateTaints: r.opts.Placement.TolerateTaints,
+		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints,
 	}, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	r.progress("target %s: first pair's pods up: %s", t.Name, tg.fixture.Startup.First)
+	if len(sets) > 1 {
+		r.progress("target %s: burst of %d pairs up: %s", t.Name, len(sets)-1, tg.fixture.Startup.Burst)
+	}
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
 	}
+	if err := r.setupLatencies(ctx, tg); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	if policy {
-		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, list); err != nil {
+		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, sets[0]); err != nil {
 			return tg, fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)
 		}
 	}
@@ -223,4 +246,12 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 		return 0, err
 	}
 	return len(b), nil
+}
+
+// placementNodes lists the nodes the pairs use, for the progress line.
+func placementNodes(p kube.Placement, pairs int) []string {
+	if len(p.Nodes) > 2 && pairs > 1 {
+		return p.Nodes[:min(len(p.Nodes), pairs+1)]
+	}
+	return []string{p.NodeA, p.NodeB}
 }

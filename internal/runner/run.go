@@ -7,6 +7,7 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math/rand/v2"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -98,6 +99,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
 	}()
 	byName := map[string]*target{}
+	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
+	// Setup samples are numbered after the schedule's.
+	seq := len(steps)
 	for _, t := range o.Suite.Targets {
 		tg, err := r.prepare(ctx, t)
 		if err != nil {
@@ -109,13 +113,20 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			return res, fmt.Errorf("store target %s: %w", t.Name, err)
 		}
 		res.Targets = append(res.Targets, st)
+		for _, s := range tg.setup {
+			seq++
+			s.RunID, s.Seq = r.id, seq
+			if err := o.Store.AddSample(ctx, s); err != nil {
+				return res, fmt.Errorf("store setup sample of %s: %w", t.Name, err)
+			}
+			res.Samples = append(res.Samples, s)
+		}
 	}
-	return res, r.loop(ctx, byName, &res)
+	return res, r.loop(ctx, steps, byName, &res)
 }
 
 // loop runs the schedule.
-func (r *run) loop(ctx context.Context, byName map[string]*target, res *Result) error {
-	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
+func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target, res *Result) error {
 	failures := 0
 	for i, st := range steps {
 		if ctx.Err() != nil {
@@ -182,13 +193,16 @@ func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Du
 	for _, t := range r.opts.Suite.Targets {
 		width = max(width, len(t.Name))
 	}
-	fmt.Fprintf(r.opts.Out, "[%3d/%d] %-11s %-*s %-14s %-20s %-28s eta %s\n", done, total, what, width, s.Target, s.Path, s.Workload,
+	if len(s.Flags) > 0 {
+		value += " [" + strings.Join(s.Flags, ",") + "]"
+	}
+	fmt.Fprintf(r.opts.Out, "[%3d/%d] %-11s %-*s %-14s %-20s %-28s eta %s\n", done, total, what, width, s.Target, s.Path, s.Cell().WorkloadLabel(),
 		value, remaining.Round(time.Second))
 }
 
 // headline is the one figure a progress line shows for a sample.
 func headline(s store.Sample) string {
-	for _, name := range []string{"throughput_gbps", "connections_per_s", "latency_p50_us"} {
+	for _, name := range catalog.ProgressOrder() {
 		if v, ok := s.Metrics[name]; ok {
 			spec, _ := catalog.Lookup(name)
 			return fmt.Sprintf("%.4g %s", v, spec.Unit)

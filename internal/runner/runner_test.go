@@ -3,6 +3,8 @@ package runner
 import (
 	"math"
 	"reflect"
+	"slices"
+	"strconv"
 	"testing"
 	"time"
 
@@ -61,24 +63,31 @@ func TestScheduleInterleavesEveryRound(t *testing.T) {
 
 func TestServersShareOneContainerPerCommand(t *testing.T) {
 	s := suite.Default() // tcp-stream x2 and udp-stream share iperf3; tcp-rr is sockperf; tcp-crr the echo server
-	byWorkload, list, err := servers(s)
+	s.Pairs = []int{1, 3}
+	byWorkload, sets, err := servers(s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(list) != 3 {
-		t.Fatalf("%d server containers, want 3: %+v", len(list), list)
+	if len(sets) != 3 || len(sets[0]) != 3 {
+		t.Fatalf("%d pairs of %d server containers, want 3 of 3: %+v", len(sets), len(sets[0]), sets)
 	}
+	// Every pair's servers listen on ports of their own, named alike.
 	ports := map[int]bool{}
-	for _, srv := range list {
-		if ports[srv.Port] {
-			t.Errorf("port %d used twice", srv.Port)
+	for i, set := range sets {
+		for j, srv := range set {
+			if ports[srv.Port] {
+				t.Errorf("port %d used twice", srv.Port)
+			}
+			ports[srv.Port] = true
+			if srv.Name != sets[0][j].Name || !slices.Contains(srv.Argv, strconv.Itoa(srv.Port)) {
+				t.Errorf("pair %d server %d: %+v", i, j, srv)
+			}
 		}
-		ports[srv.Port] = true
 	}
 	tcp1 := byWorkload[s.Workloads[0].Engine(time.Second).ID()]
 	udp := byWorkload[s.Workloads[2].Engine(time.Second).ID()]
-	if tcp1.Name != udp.Name {
-		t.Errorf("tcp-stream and udp-stream use different iperf3 servers: %s, %s", tcp1.Name, udp.Name)
+	if tcp1 != udp {
+		t.Errorf("tcp-stream and udp-stream use different iperf3 servers: %d, %d", tcp1, udp)
 	}
 }
 

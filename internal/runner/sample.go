@@ -7,6 +7,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/monitor"
@@ -14,40 +15,44 @@ import (
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// endpoint is who runs a path's client, what it connects to, and whose counters are read.
-type endpoint struct {
-	clientPod, target string
-	statPods          []podContainer
-}
-
-type podContainer struct{ pod, container string }
-
-func (t *target) endpoint(path string, srv kube.Server) (endpoint, error) {
-	pod := func(role string) string { return t.fixture.Pods[role].Name }
-	ip := func(role string) string { return t.fixture.Pods[role].Status.PodIP }
-	client := podContainer{pod(kube.RoleClient), kube.ClientContainer}
-	switch path {
-	case suite.SameNode:
-		return endpoint{client.pod, ip(kube.RoleServerA), []podContainer{client, {pod(kube.RoleServerA), srv.Name}}}, nil
-	case suite.CrossNode:
-		return endpoint{client.pod, ip(kube.RoleServerB), []podContainer{client, {pod(kube.RoleServerB), srv.Name}}}, nil
-	case suite.PodToService:
-		return endpoint{client.pod, t.fixture.ServiceIP, []podContainer{client, {pod(kube.RoleServerB), srv.Name}}}, nil
-	case suite.HostNetwork:
-		hc := podContainer{pod(kube.RoleHostClient), kube.ClientContainer}
-		return endpoint{hc.pod, ip(kube.RoleHostServer), []podContainer{hc, {pod(kube.RoleHostServer), srv.Name}}}, nil
-	case suite.Localhost:
-		lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
-		return endpoint{lc.pod, "127.0.0.1", []podContainer{lc, {lc.pod, srv.Name}}}, nil
+// endpoints lists the first n pairs of a path for a workload's server (its index among the
+// run's server containers).
+func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
+	f := t.fixture
+	out := make([]pairEnd, 0, n)
+	for i := range n {
+		pod := func(role string) string { return f.Pod(role, i).Name }
+		ip := func(role string) string { return f.Pod(role, i).Status.PodIP }
+		srv := func(role string) kube.Server { return f.Spec.ServersOf(role, i)[server] }
+		client := podContainer{pod(kube.RoleClient), kube.ClientContainer}
+		var e pairEnd
+		switch path {
+		case suite.SameNode:
+			e = pairEnd{client.pod, ip(kube.RoleServerA), srv(kube.RoleServerA).Port, []podContainer{client, {pod(kube.RoleServerA), srv(kube.RoleServerA).Name}}}
+		case suite.CrossNode:
+			e = pairEnd{client.pod, ip(kube.RoleServerB), srv(kube.RoleServerB).Port, []podContainer{client, {pod(kube.RoleServerB), srv(kube.RoleServerB).Name}}}
+		case suite.PodToService:
+			e = pairEnd{client.pod, f.ServiceIPs[i], srv(kube.RoleServerB).Port, []podContainer{client, {pod(kube.RoleServerB), srv(kube.RoleServerB).Name}}}
+		case suite.HostNetwork:
+			hc := podContainer{pod(kube.RoleHostClient), kube.ClientContainer}
+			e = pairEnd{hc.pod, ip(kube.RoleHostServer), srv(kube.RoleHostServer).Port, []podContainer{hc, {pod(kube.RoleHostServer), srv(kube.RoleHostServer).Name}}}
+		case suite.Localhost:
+			lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
+			e = pairEnd{lc.pod, "127.0.0.1", srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
+		default:
+			return nil, fmt.Errorf("unknown path %q", path)
+		}
+		out = append(out, e)
 	}
-	return endpoint{}, fmt.Errorf("unknown path %q", path)
+	return out, nil
 }
 
 // measure runs one step and returns its sample; a failed tool gives a sample with Error set.
 func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
+	n := max(st.Combo.Pairs, 1)
 	s := store.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
-		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Started: time.Now().UTC()}
+		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Pairs: n, Started: time.Now().UTC()}
 	fail := func(err error) store.Sample {
 		s.Error, s.Duration = err.Error(), time.Since(s.Started)
 		return s
@@ -56,46 +61,58 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	if err != nil {
 		return fail(err)
 	}
-	srv := tg.servers[ew.ID()]
-	ep, err := tg.endpoint(st.Combo.Path, srv)
+	ends, err := tg.endpoints(st.Combo.Path, tg.servers[ew.ID()], n)
 	if err != nil {
 		return fail(err)
 	}
-	before, err := r.stats(ctx, tg, ep)
+	var statPods []podContainer
+	argvs := make([][]string, n)
+	for i, e := range ends {
+		statPods = append(statPods, e.statPods...)
+		argvs[i] = clientArgv(eng, ew, e, n)
+	}
+	before, err := r.stats(ctx, tg, statPods)
 	if err != nil {
 		return fail(err)
 	}
-	tctx, cancel := context.WithTimeout(ctx, st.Duration+45*time.Second)
-	out, err := tg.client.Exec(tctx, tg.namespace, ep.clientPod, kube.ClientContainer, eng.ClientArgv(ew, ep.target, srv.Port))
-	cancel()
-	s.Raw = string(out)
+	reports, err := r.runPairs(ctx, tg, argvs, ends, st.Duration+45*time.Second+time.Duration(n)*200*time.Millisecond, nil)
 	if err != nil {
 		return fail(err)
 	}
-	after, err := r.stats(ctx, tg, ep)
+	after, err := r.stats(ctx, tg, statPods)
 	if err != nil {
 		return fail(err)
 	}
-	m, err := eng.Parse(ew, out)
+	fig, err := combine(eng, ew, reports)
+	s.Raw = fig.raw
 	if err != nil {
-		return fail(fmt.Errorf("parse %s output: %w", eng.Name(), err))
+		return fail(err)
 	}
-	s.Metrics = m
-	s.Resources = resources(before, after, m, st.Duration)
+	s.Metrics = fig.metrics
+	s.Resources = resources(before, after, fig.metrics, st.Duration)
+	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
+		s.Flags = append(s.Flags, store.FlagSkew)
+	}
 	s.Duration = time.Since(s.Started)
 	return s
 }
 
+// statReaders bounds concurrent counter reads: a hundred pairs read two hundred containers.
+const statReaders = 16
+
 // stats reads the counters of every pod of an endpoint concurrently, so that both ends are
 // read at nearly the same instant.
-func (r *run) stats(ctx context.Context, tg *target, ep endpoint) ([]monitor.NodeStat, error) {
-	out := make([]monitor.NodeStat, len(ep.statPods))
-	errs := make([]error, len(ep.statPods))
+func (r *run) stats(ctx context.Context, tg *target, pods []podContainer) ([]monitor.NodeStat, error) {
+	out := make([]monitor.NodeStat, len(pods))
+	errs := make([]error, len(pods))
 	var wg sync.WaitGroup
-	for i, pc := range ep.statPods {
+	sem := make(chan struct{}, statReaders)
+	for i, pc := range pods {
 		wg.Add(1)
 		go func(i int, pc podContainer) {
 			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
 			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 			defer cancel()
 			raw, err := tg.client.Exec(tctx, tg.namespace, pc.pod, pc.container, []string{"cnibench", "agent", "stat"})
@@ -124,7 +141,7 @@ func (r *run) stats(ctx context.Context, tg *target, ep endpoint) ([]monitor.Nod
 func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
 	seenHost := map[string]bool{}
-	var hostCPU, podCPU, busyPct, hosts, memUsed float64
+	var hostCPU, podCPU, busyPct, hosts, memUsed, podMem, containers float64
 	for i := range before {
 		u, err := monitor.Delta(before[i], after[i])
 		if err != nil {
@@ -132,6 +149,10 @@ func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Durati
 		}
 		if u.CgroupCPUSeconds >= 0 {
 			podCPU += u.CgroupCPUSeconds
+		}
+		if m := after[i].CgroupMemoryBytes; m >= 0 {
+			podMem += float64(m)
+			containers++
 		}
 		if seenHost[after[i].BootID] {
 			continue
@@ -149,6 +170,9 @@ func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Durati
 	res["node_cpu_pct"] = busyPct / hosts
 	res["pod_cpu_seconds"] = podCPU
 	res["host_mem_used_mib"] = memUsed / hosts / (1 << 20)
+	if containers > 0 {
+		res[catalog.PodMemory] = podMem / containers / (1 << 20)
+	}
 	secs := d.Seconds()
 	if gbps, ok := m["throughput_gbps"]; ok && gbps > 0 {
 		gigabytes := gbps * secs / 8

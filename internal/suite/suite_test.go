@@ -75,3 +75,41 @@ func TestMatrixCoversEveryCell(t *testing.T) {
 		t.Errorf("%d cells, want %d", got, want)
 	}
 }
+
+func TestPairsDimension(t *testing.T) {
+	s, err := Parse([]byte("paths: [same-node, cross-node]\nworkloads: [{kind: tcp-rr, size: 64}]\npairs: [1, 10, 40]\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := s.Matrix()
+	if len(cells) != 6 || s.MostPairs() != 40 {
+		t.Fatalf("%d cells, most pairs %d: %+v", len(cells), s.MostPairs(), cells)
+	}
+	seen := map[int]int{}
+	for _, c := range cells {
+		seen[c.Pairs]++
+	}
+	if seen[1] != 2 || seen[10] != 2 || seen[40] != 2 {
+		t.Errorf("every path has every level once: %v", seen)
+	}
+	if d := Default(); len(d.Matrix()) != 15 {
+		t.Errorf("the default suite has %d cells, want 15 (one pair)", len(d.Matrix()))
+	}
+	for yaml, want := range map[string]string{
+		"pairs: [0]":    "pairs[0]: expected 1-120",
+		"pairs: [5, 5]": "pairs[1]: 5 is listed twice",
+		"pairs: [121]":  "pairs[0]: expected 1-120",
+		"pairs: [100]\npaths: [same-node, localhost]": "put 300 pods on a local node",
+	} {
+		if _, err := Parse([]byte(yaml)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: err = %v, want %q", yaml, err, want)
+		}
+	}
+	if _, err := ParsePairs("1,x"); err == nil || !strings.Contains(err.Error(), "--pairs") {
+		t.Errorf("ParsePairs: %v", err)
+	}
+	o, err := Resolve("", Overrides{Pairs: []int{2, 4}})
+	if err != nil || o.MostPairs() != 4 {
+		t.Errorf("--pairs override: %v %v", o.Pairs, err)
+	}
+}

@@ -83,6 +83,9 @@ func (s Suite) Validate() error {
 		}
 		seen[n] = true
 	}
+	if err := s.checkDensity(); err != nil {
+		errs = append(errs, err)
+	}
 	if s.Repetitions < 2 || s.Repetitions > 1000 {
 		add("repetitions: expected 2-1000 (a confidence interval needs at least 2), got %d", s.Repetitions)
 	}
@@ -138,4 +141,39 @@ func enforcingDatapaths() []string {
 		}
 	}
 	return out
+}
+
+// LocalPodsPerNode is how many benchmark pods a local cluster's node takes: its kubelets admit
+// 250 pods, and CoreDNS and datapath agents need a few.
+const LocalPodsPerNode = 240
+
+// checkDensity refuses a suite whose largest pairs level puts more pods on a local cluster's
+// busiest node than its kubelet admits: clients, same-node servers, host-network clients and
+// localhost pods all go to the first node.
+func (s Suite) checkDensity() error {
+	local := false
+	for _, t := range s.Targets {
+		local = local || t.Local != nil
+	}
+	if !local {
+		return nil
+	}
+	perPair := map[string]bool{}
+	for _, p := range s.Paths {
+		switch p {
+		case SameNode:
+			perPair["client"], perPair["server-a"] = true, true
+		case CrossNode, PodToService:
+			perPair["client"] = true
+		case HostNetwork:
+			perPair["host-client"] = true
+		case Localhost:
+			perPair["local"] = true
+		}
+	}
+	if pods := len(perPair) * s.MostPairs(); pods > LocalPodsPerNode {
+		return fmt.Errorf("pairs: %d pairs over paths %s put %d pods on a local node, which admits %d: expected fewer pairs or fewer paths",
+			s.MostPairs(), strings.Join(s.Paths, ", "), pods, LocalPodsPerNode)
+	}
+	return nil
 }

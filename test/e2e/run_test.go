@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/pki"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -42,6 +43,7 @@ warmup: 1s
 
 type jsonRow struct {
 	Target, Path, Workload, Metric string
+	Pairs                          int
 	N                              int
 	Mean, Median                   float64
 	Low                            float64 `json:"ci95_low"`
@@ -95,10 +97,15 @@ func TestRunOnLocalCluster(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if want := 25 * 3; len(samples) != want { // 5 paths x 5 workloads x (warm-up + 2 rounds)
+		// 5 paths x 5 workloads x (warm-up + 2 rounds), and the setup figures: the pods' startup
+		// and the Service's programming latency.
+		if want := 25*3 + 2; len(samples) != want {
 			t.Errorf("%d samples stored, want %d", len(samples), want)
 		}
 		for _, s := range samples {
+			if s.Path == runner.SetupPath {
+				continue
+			}
 			if s.Error != "" || s.Raw == "" || len(s.Metrics) == 0 {
 				t.Errorf("sample %d (%s %s): error %q, %d metrics, %d bytes raw", s.Seq, s.Path, s.Workload, s.Error, len(s.Metrics), len(s.Raw))
 			}
@@ -123,6 +130,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 		if err != nil || len(pods.Items) > 0 {
 			t.Errorf("pods of a run survived: %d, %v", len(pods.Items), err)
 		}
+	})
+	t.Run("ten pairs at once", func(t *testing.T) {
+		runPairs(ctx, t, dir)
 	})
 	t.Run("Ctrl-C keeps finished samples and marks the run partial", func(t *testing.T) {
 		interruptRun(ctx, t, suiteFile, results, w)
@@ -161,6 +171,9 @@ func checkPlausible(t *testing.T, rows []jsonRow) {
 		}
 	}
 	for key, r := range got {
+		if r.Path == runner.SetupPath {
+			continue
+		}
 		if r.N != 2 {
 			t.Errorf("%s: n = %d, want 2", key, r.N)
 		}
@@ -227,10 +240,10 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 	spec := kube.FixtureSpec{
 		Namespace: "cnbval", RunID: "validate", Image: w.image,
 		Placement: kube.Placement{NodeA: "node1", NodeB: "node2"},
-		Servers: []kube.Server{
+		Servers: [][]kube.Server{{
 			{Name: "sockperf", Argv: sp.ServerArgv(wl, spPort), Port: spPort},
 			{Name: "echo", Argv: []string{"cnibench", "agent", "echo-server", "--port", "26002", "--size", "64"}, Port: echoPort},
-		},
+		}},
 		Roles: []string{kube.RoleClient, kube.RoleServerB},
 	}
 	f, err := c.Deploy(ctx, spec, true)
@@ -238,11 +251,12 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	server := f.Pods[kube.RoleServerB].Status.PodIP
+	server := f.Pod(kube.RoleServerB, 0).Status.PodIP
+	client := f.Pod(kube.RoleClient, 0).Name
 	testsupport.KeepCPUsAwake(t)
 	var ours, theirs []float64
 	for round := 0; round < 5; round++ {
-		out, err := c.Exec(ctx, "cnbval", f.Pods[kube.RoleClient].Name, kube.ClientContainer, sp.ClientArgv(wl, server, spPort))
+		out, err := c.Exec(ctx, "cnbval", client, kube.ClientContainer, sp.ClientArgv(wl, server, spPort))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -251,7 +265,7 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 			t.Fatal(err)
 		}
 		theirs = append(theirs, m["latency_p50_us"])
-		out, err = c.Exec(ctx, "cnbval", f.Pods[kube.RoleClient].Name, kube.ClientContainer,
+		out, err = c.Exec(ctx, "cnbval", client, kube.ClientContainer,
 			[]string{"cnibench", "agent", "rr", "--target", server, "--port", "26002", "--duration", "2s", "--size", "64"})
 		if err != nil {
 			t.Fatal(err)

@@ -1,0 +1,118 @@
+package runner
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/store"
+)
+
+// SetupPath is the path of the samples that time how a target was set up: the pods, the
+// Service and the NetworkPolicy a run creates.
+const SetupPath = "setup"
+
+// Workloads of the setup samples.
+const (
+	setupFirstPods = "pod-startup/first"
+	setupBurstPods = "pod-startup/burst"
+	setupService   = "service-programming"
+	setupPolicy    = "netpol-enforcement"
+)
+
+// probeInterval is the time between connection attempts that time a Service or a policy
+// taking effect: the resolution of those latencies.
+const probeInterval = 10 * time.Millisecond
+
+// addSetup records one setup figure set of the target, stored once the target is.
+func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
+	tg.setup = append(tg.setup, store.Sample{Target: tg.name, Path: SetupPath, Workload: workload, Pairs: pairs,
+		Started: time.Now().UTC(), Metrics: m})
+}
+
+// setupLatencies records the pods' startup latencies and measures how long the datapath takes
+// to carry traffic through a new Service.
+func (r *run) setupLatencies(ctx context.Context, tg *target) error {
+	st := tg.fixture.Startup
+	tg.addSetup(setupFirstPods, 1, podMetrics(st.First))
+	if pairs := tg.fixture.Spec.Pairs(); pairs > 1 {
+		tg.addSetup(setupBurstPods, pairs-1, podMetrics(st.Burst))
+	}
+	role := kube.RoleServerB
+	if !tg.fixture.Has(role) {
+		role = kube.RoleServerA
+	}
+	if !tg.fixture.Has(kube.RoleClient) || !tg.fixture.Has(role) {
+		return nil // no pod-network path: no Service to time
+	}
+	ms, err := r.serviceLatency(ctx, tg, role)
+	if err != nil {
+		return fmt.Errorf("service programming latency: %w", err)
+	}
+	r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
+	tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
+	return nil
+}
+
+func podMetrics(l kube.PodLatencies) map[string]float64 {
+	m := map[string]float64{catalog.PodCount: float64(l.Ready.N)}
+	for name, v := range map[string]float64{catalog.PodRunningP50: l.Running.P50, catalog.PodRunningP90: l.Running.P90,
+		catalog.PodRunningP99: l.Running.P99, catalog.PodReadyP50: l.Ready.P50, catalog.PodReadyP90: l.Ready.P90, catalog.PodReadyP99: l.Ready.P99} {
+		if v == v { // NaN when no pod got there
+			m[name] = v
+		}
+	}
+	return m
+}
+
+// serviceLatency creates a Service whose endpoint does not exist yet, starts probing its
+// ClusterIP from the first client, adds the endpoint, and returns the time from the endpoint
+// being ready to the first connection through the ClusterIP, in ms.
+func (r *run) serviceLatency(ctx context.Context, tg *target, role string) (float64, error) {
+	port := tg.fixture.Spec.ServersOf(role, 0)[0].Port
+	svc, err := tg.client.CreateProbeService(ctx, tg.fixture, role, port)
+	if err != nil {
+		return 0, err
+	}
+	var ready time.Time
+	first, err := r.probeUntil(ctx, tg, svc.Spec.ClusterIP, port, agent.ProbeOpen, func() (err error) {
+		ready, err = tg.client.AddProbeEndpoint(ctx, tg.fixture, role)
+		return err
+	})
+	if err != nil {
+		return 0, err
+	}
+	return latencyMS(ready, first), nil
+}
+
+// latencyMS is the time from a change to the first probe that saw it, in ms. A probe started
+// within one interval before the runner saw the change is at most one interval early: the
+// change happened between them, so the latency is taken as zero then.
+func latencyMS(change, seen time.Time) float64 {
+	return max(float64(seen.Sub(change))/float64(time.Millisecond), 0)
+}
+
+// probeUntil probes ip:port from the first client every probeInterval until the outcome is
+// seen, after running change; it returns when the first attempt with that outcome started.
+func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, until string, change func() error) (time.Time, error) {
+	client := tg.fixture.Pod(kube.RoleClient, 0).Name
+	argv := []string{"cnibench", "agent", "run", "--barrier", "--",
+		"cnibench", "agent", "probe", "--target", net.JoinHostPort(ip, strconv.Itoa(port)), "--until", until,
+		"--interval", probeInterval.String(), "--timeout", "250ms", "--confirm", "3", "--max-wait", enforceTimeout.String()}
+	reports, err := r.runPairs(ctx, tg, [][]string{argv}, []pairEnd{{clientPod: client}}, enforceTimeout+time.Minute, change)
+	if err != nil {
+		return time.Time{}, err
+	}
+	rep := reports[0]
+	var res agent.WatchResult
+	if err := json.Unmarshal([]byte(rep.Stdout), &res); err != nil || rep.ExitCode != 0 {
+		return time.Time{}, fmt.Errorf("probe %s:%d until %s: exit %d: %s%s", ip, port, until, rep.ExitCode, rep.Stdout, rep.Stderr)
+	}
+	return time.Unix(0, res.FirstNS), nil
+}

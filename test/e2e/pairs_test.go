@@ -1,0 +1,143 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/runner"
+	"github.com/cnibench/cnibench/internal/store"
+)
+
+// pairsSuite runs every workload with one pair and with ten at once.
+const pairsSuite = `
+paths: [same-node, cross-node, localhost]
+workloads:
+  - {kind: tcp-stream, streams: 1}
+  - {kind: tcp-rr, size: 64}
+pairs: [1, 10]
+repetitions: 2
+duration: 2s
+warmup: 1s
+`
+
+// runPairs is the acceptance test of concurrency: ten pairs per sample, released together,
+// their figures combined, and the setup latencies of the pods and the Service they need.
+func runPairs(ctx context.Context, t *testing.T, dir string) {
+	suiteFile := filepath.Join(dir, "pairs.yaml")
+	if err := os.WriteFile(suiteFile, []byte(pairsSuite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	results := filepath.Join(dir, "pairs.db")
+	start := time.Now()
+	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results, "-o", "json")
+	t.Logf("pairs run took %s; progress:\n%s", time.Since(start).Round(time.Second), stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	var doc struct {
+		Run  store.Run
+		Rows []jsonRow
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("run -o json: %v\n%s", err, stdout)
+	}
+	row := func(path, workload string, pairs int, metric string) jsonRow {
+		for _, r := range doc.Rows {
+			if r.Path == path && r.Workload == workload && r.Pairs == pairs && r.Metric == metric {
+				return r
+			}
+		}
+		t.Errorf("no row %s %s x%d %s", path, workload, pairs, metric)
+		return jsonRow{}
+	}
+	loop := row("localhost", "tcp-stream/1", 1, "throughput_gbps")
+	for _, path := range []string{"same-node", "cross-node"} {
+		agg := row(path, "tcp-stream/1", 10, "throughput_gbps")
+		one := row(path, "tcp-stream/1", 1, "throughput_gbps")
+		// Ten pairs share two vCPUs: together they may beat one pair, but a sum of ten
+		// figures that did not overlap in time would beat the host's loopback by far.
+		if agg.Mean <= 0 || agg.Mean > 2*loop.Mean {
+			t.Errorf("%s: 10-pair aggregate %.2f Gbit/s, one pair %.2f, loopback %.2f", path, agg.Mean, one.Mean, loop.Mean)
+		}
+		for _, wl := range []string{"tcp-stream/1", "tcp-rr/64B"} {
+			if j := row(path, wl, 10, "fairness_jain"); j.N != 2 || j.Mean <= 0 || j.Mean > 1 {
+				t.Errorf("%s %s x10: fairness %+v, want n=2 in (0, 1]", path, wl, j)
+			}
+			if m := row(path, wl, 10, "pod_mem_mib"); m.Mean <= 0 {
+				t.Errorf("%s %s x10: pod memory %g MiB", path, wl, m.Mean)
+			}
+		}
+		if tps, one := row(path, "tcp-rr/64B", 10, "transactions_per_s"), row(path, "tcp-rr/64B", 1, "transactions_per_s"); tps.Mean <= one.Mean/2 {
+			t.Errorf("%s: 10 pairs' aggregate %.0f trans/s, one pair %.0f", path, tps.Mean, one.Mean)
+		}
+	}
+	for _, c := range []struct{ workload, metric string }{
+		{"pod-startup/first", "pod_ready_p50_ms"}, {"pod-startup/first", "pod_running_p99_ms"},
+		{"pod-startup/burst", "pod_ready_p50_ms"}, {"pod-startup/burst", "pod_ready_p99_ms"},
+		{"service-programming", "service_ready_ms"},
+	} {
+		pairs := 1
+		if strings.HasSuffix(c.workload, "burst") {
+			pairs = 9
+		}
+		if r := row(runner.SetupPath, c.workload, pairs, c.metric); !(r.Mean > 0) {
+			t.Errorf("%s %s = %g, want > 0", c.workload, c.metric, r.Mean)
+		}
+	}
+	checkMergedPercentiles(ctx, t, results, doc.Run.ID)
+}
+
+// checkMergedPercentiles reads every 10-pair tcp-rr sample back and checks its merged p99
+// against each pair's own p50 from sockperf's output: the p99 of all transactions cannot lie
+// below the median of any one pair's.
+func checkMergedPercentiles(ctx context.Context, t *testing.T, results, runID string) {
+	db, err := store.Open(ctx, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	samples, err := db.Samples(ctx, runID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sp, err := engine.ByName(engine.NameSockperf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	checked := 0
+	for _, s := range samples {
+		if s.Pairs != 10 || s.Workload != "tcp-rr/64B" || s.Error != "" {
+			continue
+		}
+		var reports []agent.RunReport
+		if err := json.Unmarshal([]byte(s.Raw), &reports); err != nil || len(reports) != 10 {
+			t.Fatalf("sample %d: raw holds %d pair reports: %v", s.Seq, len(reports), err)
+		}
+		p99 := s.Metrics["latency_p99_us"]
+		for i, rep := range reports {
+			m, err := sp.Parse(engine.Workload{Kind: engine.TCPRR, MessageSize: 64}, []byte(rep.Stdout))
+			if err != nil {
+				t.Fatalf("sample %d pair %d: %v", s.Seq, i, err)
+			}
+			if p50 := m["latency_p50_us"]; p99 < p50 {
+				t.Errorf("sample %d: merged p99 %.1f us below pair %d's p50 %.1f us", s.Seq, p99, i, p50)
+			}
+		}
+		if skew := s.Metrics["start_skew_ms"]; skew < 0 || skew > 100 {
+			t.Errorf("sample %d: start skew %.1f ms", s.Seq, skew)
+		}
+		checked++
+	}
+	if checked == 0 {
+		t.Error("no 10-pair tcp-rr sample to check")
+	}
+}
