@@ -39,6 +39,9 @@ type htmlSection struct {
 	Higher, Lower    []string
 	Charts           []htmlChart
 	Rows, Other      []htmlTableRow
+	// Concurrency is shown right before the section: the charts against the pair count of a
+	// workload run at several, on the first of its sections. Nil on the others.
+	Concurrency *htmlConcurrency
 }
 
 // htmlTableRow is a row of a figures table; First marks the first row of a metric, which
@@ -66,7 +69,10 @@ type htmlChart struct {
 //     a fraction of the host-network baseline), the CPU cost per unit of work among them; for
 //     tcp-rr and tcp-crr one latency chart of p50, p90 and p99 (instead of one chart each);
 //     and a table of n, median, mean, 95 % CI, trimmed mean, outliers and ×host, with the
-//     non-headline metrics in a folded table.
+//     non-headline metrics in a folded table;
+//   - per workload run at several pair counts, before its first section: the aggregate rate
+//     and Jain's fairness index against the pair count N, a line per target and path with
+//     its 95 % CI as a shaded band.
 //
 // When docs holds several runs, targets are labelled RUN/TARGET and never pooled.
 func WriteHTML(w io.Writer, docs []Document) error {
@@ -113,8 +119,11 @@ func (m model) htmlPage() htmlPage {
 		p.Env = append(p.Env, row)
 	}
 	p.Head = rowHeader()
+	parts := m.concurrencyParts(colours)
 	for _, s := range m.sections {
-		p.Sections = append(p.Sections, m.htmlSection(s, colours))
+		hs := m.htmlSection(s, colours)
+		hs.Concurrency = parts[s.workload]
+		p.Sections = append(p.Sections, hs)
 	}
 	return p
 }
@@ -313,7 +322,7 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <body>
 <main>
 <h1>{{.Title}}</h1>
-<nav>{{range .Sections}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
+<nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
 
 <h2>Runs</h2>
 <div class="scroll"><table>
@@ -333,15 +342,19 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{else}}<p class="muted">No fingerprint was recorded.</p>{{end}}
 
 {{range .Sections}}
+{{with .Concurrency}}<section id="{{.Anchor}}" class="concurrency">
+<h2>{{.Title}}</h2>
+<p class="note">The same workload at N = {{.Levels}} client/server pairs running at once. Lines join the <b>means</b> at each pair count (the levels are equally spaced, not to scale); shaded bands are the <b>95 % confidence interval of the mean</b>. Line colours stand for paths, as in the bar charts.</p>
+<div class="charts">
+{{range .Charts}}{{template "figure" .}}{{end}}</div>
+</section>
+{{end}}
 <section id="{{.Anchor}}">
 <h2>{{.Workload}}</h2>
 <p class="note">{{if .Higher}}<b>Higher is better</b> (↑): {{range $i, $m := .Higher}}{{if $i}}, {{end}}<code>{{$m}}</code>{{end}}.{{end}}
 {{if .Lower}}<b>Lower is better</b> (↓): {{range $i, $m := .Lower}}{{if $i}}, {{end}}<code>{{$m}}</code>{{end}}.{{end}}</p>
 <div class="charts">
-{{range .Charts}}<figure><figcaption><span class="better">{{.Better}}</span><b>{{.Title}}</b><span class="desc">{{.Description}}</span></figcaption>
-{{.SVG}}
-</figure>
-{{end}}</div>
+{{range .Charts}}{{template "figure" .}}{{end}}</div>
 <div class="scroll"><table class="figures">
 <tr>{{range $.Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr{{if .First}} class="first"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>
@@ -355,4 +368,7 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 </main>
 </body>
 </html>
-`
+{{define "figure"}}<figure><figcaption><span class="better">{{.Better}}</span><b>{{.Title}}</b><span class="desc">{{.Description}}</span></figcaption>
+{{.SVG}}
+</figure>
+{{end}}`

@@ -10,6 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -47,11 +48,16 @@ func Schedule(s suite.Suite, seed int64) []Step {
 // counters before and after, API round trips), measured on the local cluster.
 const perSampleOverhead = 1500 * time.Millisecond
 
+// perPairOverhead is what each further pair adds to a sample: its counters read twice and
+// its client started, through a bounded number of concurrent execs.
+const perPairOverhead = 60 * time.Millisecond
+
 // Estimate is the expected wall time of a schedule, setup excluded.
 func Estimate(steps []Step) time.Duration {
 	var total time.Duration
 	for _, s := range steps {
-		total += s.Duration + perSampleOverhead
+		pairs := max(s.Combo.Pairs, 1)
+		total += s.Duration + perSampleOverhead + time.Duration(pairs-1)*perPairOverhead + releaseLead(pairs)
 	}
 	return total
 }
@@ -69,6 +75,7 @@ func PrintPlan(w io.Writer, steps []Step, seed int64) {
 			kind = "warm-up"
 		}
 		ew := s.Combo.Workload.Engine(s.Duration)
-		fmt.Fprintf(w, "%4d  round %d  %-7s  %-*s %-15s %-22s %s\n", s.Seq, s.Round, kind, width, s.Combo.Target, s.Combo.Path, ew.ID(), s.Duration)
+		label := store.Cell{Workload: ew.ID(), Pairs: s.Combo.Pairs}.WorkloadLabel()
+		fmt.Fprintf(w, "%4d  round %d  %-7s  %-*s %-15s %-26s %s\n", s.Seq, s.Round, kind, width, s.Combo.Target, s.Combo.Path, label, s.Duration)
 	}
 }

@@ -8,8 +8,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
@@ -22,16 +20,15 @@ const serverPortBase = 25201
 
 // target is one prepared cluster of the run.
 type target struct {
-	name           string
-	client         *kube.Client
-	fixture        *kube.Fixture
-	servers        map[string]int // index of each workload's server container, by workload id
-	namespace      string
-	ownNamespace   bool
-	localCluster   string // set when the target is a local cluster
-	createdCluster bool   // the run created the local cluster, so it deletes it
-	fingerprint    map[string]string
-	setup          []store.Sample // setup latencies, stored once the target is
+	name         string
+	client       *kube.Client
+	fixture      *kube.Fixture
+	servers      map[string]int // index of each workload's server container, by workload id
+	namespace    string
+	ownNamespace bool
+	provider     provider
+	fingerprint  map[string]string
+	setup        []store.Sample // setup latencies, stored once the target is
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -103,40 +100,13 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	// Registered before anything exists in the cluster, so a failure from here on still
 	// cleans up whatever the next steps created.
 	r.targets = append(r.targets, tg)
-	known := map[string]string{}
-	image := r.opts.Image
-	if t.Local != nil {
-		spec, created, err := r.ensureLocal(ctx, *t.Local)
-		tg.localCluster, tg.createdCluster = spec.Name, created
-		if err != nil {
-			return tg, err
-		}
-		if image == "" {
-			image = spec.Images.Tools
-		}
-		known["cni"], known["kube_proxy_mode"] = spec.Datapath, spec.ProxyMode
-		known["cluster"] = "cnibench local " + spec.Name
-		known["datapath"] = spec.Datapath
-		if dp, err := datapath.Lookup(spec.Datapath); err == nil {
-			if wf, ok := dp.(datapath.WithFingerprint); ok {
-				for k, v := range wf.Fingerprint() {
-					known[k] = v
-				}
-			}
-		}
-		if tg.client, err = kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), ""); err != nil {
-			return tg, err
-		}
-	} else {
-		var err error
-		if tg.client, err = kube.Connect(t.Kubeconfig, t.Context); err != nil {
-			return tg, err
-		}
-		if image == "" {
-			return tg, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", t.Name)
-		}
-		known["cluster"] = "context " + t.Context
+	tg.provider = r.providerFor(t)
+	got, err := tg.provider.ensure(ctx)
+	if err != nil {
+		return tg, err
 	}
+	tg.client = got.client
+	known, image := got.facts, got.image
 	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
 	if err := tg.client.Preflight(ctx, tg.namespace, policy); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
@@ -180,33 +150,6 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	return tg, nil
 }
 
-// ensureLocal uses the named local cluster when it exists and matches, or creates it.
-func (r *run) ensureLocal(ctx context.Context, l suite.Local) (cluster.Spec, bool, error) {
-	spec, err := r.opts.Layout.ReadSpec(l.Cluster)
-	if err == nil {
-		if spec.Status != cluster.StatusReady {
-			return spec, false, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
-		}
-		if spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes {
-			return spec, false, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes; the suite asks for %s, %s, %d: delete it or name another cluster",
-				l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, l.Datapath, l.ProxyMode, l.Nodes)
-		}
-		r.progress("using local cluster %s", l.Cluster)
-		return spec, false, nil
-	}
-	r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes)
-	err = cluster.Create(ctx, cluster.Options{
-		Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, Wait: 3 * time.Minute,
-		Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
-	})
-	if err != nil {
-		// Create removed what it made; nothing is ours to delete.
-		return cluster.Spec{Name: l.Cluster}, false, err
-	}
-	spec, err = r.opts.Layout.ReadSpec(l.Cluster)
-	return spec, true, err
-}
-
 // teardown removes what the run created in every target, with its own deadline: it also runs
 // after Ctrl-C, when the run's context is already cancelled.
 func (r *run) teardown() error {
@@ -214,14 +157,14 @@ func (r *run) teardown() error {
 	defer cancel()
 	var errs []error
 	for _, tg := range r.targets {
-		if tg.createdCluster && !r.opts.Keep {
-			r.progress("deleting local cluster %s (--keep keeps it)", tg.localCluster)
-			errs = append(errs, cluster.Delete(ctx, cluster.DeleteOptions{Name: tg.localCluster, Layout: r.opts.Layout}))
+		if tg.provider == nil {
 			continue
 		}
-		if tg.client != nil {
+		// The run's objects go first, unless releasing the target takes them with it.
+		if tg.client != nil && !tg.provider.releasesObjects() {
 			errs = append(errs, tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace))
 		}
+		errs = append(errs, tg.provider.release(ctx))
 	}
 	return errors.Join(errs...)
 }

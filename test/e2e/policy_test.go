@@ -114,4 +114,24 @@ func checkPolicyResults(t *testing.T, output string) {
 	if len(measured) != 2*2*2 {
 		t.Errorf("want throughput and p50 latency on both paths of both variants, got %v", measured)
 	}
+	// The allow policy's enforcement latency, timed by probes every 10 ms, exists for the
+	// variant that has it and only there; the Service's programming latency for both.
+	enforced := map[string]float64{}
+	services := 0
+	for _, r := range doc.Rows {
+		switch r.Metric {
+		case "netpol_enforced_ms":
+			enforced[r.Target] = r.Mean
+		case "service_ready_ms":
+			if r.Mean > 0 {
+				services++
+			}
+		}
+	}
+	if ms, ok := enforced["cilium-vxlan.allow+100"]; !ok || ms <= 0 || ms > 180000 || len(enforced) != 1 {
+		t.Errorf("NetworkPolicy enforcement latency %v, want one positive figure for allow+100", enforced)
+	}
+	if services != 2 {
+		t.Errorf("Service programming latency on %d of 2 targets", services)
+	}
 }

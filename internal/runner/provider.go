@@ -1,0 +1,127 @@
+package runner
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// provider makes a target's cluster available to the run and takes back what it made: the
+// embedded local cluster, created when absent, or a remote cluster reached by kubeconfig. The
+// runner only measures what a provider gives it.
+type provider interface {
+	// ensure returns a client of the cluster, the tools image its nodes run, and the
+	// fingerprint facts the provider knows better than the cluster can tell.
+	ensure(ctx context.Context) (provided, error)
+	// releasesObjects reports whether release removes the run's objects with the cluster.
+	releasesObjects() bool
+	// release undoes what ensure made; it runs after Ctrl-C too, with a context of its own.
+	release(ctx context.Context) error
+}
+
+// provided is what a provider hands the runner.
+type provided struct {
+	client *kube.Client
+	image  string
+	facts  map[string]string
+}
+
+var (
+	_ provider = (*localProvider)(nil)
+	_ provider = remoteProvider{}
+)
+
+// providerFor picks the provider of a suite target.
+func (r *run) providerFor(t suite.Target) provider {
+	if t.Local != nil {
+		return &localProvider{r: r, spec: *t.Local}
+	}
+	return remoteProvider{target: t, image: r.opts.Image}
+}
+
+// localProvider uses the named local cluster when it exists and matches, or creates it and
+// deletes it at the end unless the run keeps it.
+type localProvider struct {
+	r       *run
+	spec    suite.Local
+	created bool
+}
+
+func (p *localProvider) ensure(ctx context.Context) (provided, error) {
+	r, l := p.r, p.spec
+	spec, err := r.opts.Layout.ReadSpec(l.Cluster)
+	switch {
+	case err == nil && spec.Status != cluster.StatusReady:
+		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
+	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes):
+		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes; the suite asks for %s, %s, %d: delete it or name another cluster",
+			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, l.Datapath, l.ProxyMode, l.Nodes)
+	case err == nil:
+		r.progress("using local cluster %s", l.Cluster)
+	default:
+		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes)
+		err = cluster.Create(ctx, cluster.Options{
+			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, Wait: 3 * time.Minute,
+			Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
+		})
+		if err != nil {
+			// Create removed what it made; nothing is ours to delete.
+			return provided{}, err
+		}
+		p.created = true
+		if spec, err = r.opts.Layout.ReadSpec(l.Cluster); err != nil {
+			return provided{}, err
+		}
+	}
+	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
+		"cluster": "cnibench local " + spec.Name}
+	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
+		if wf, ok := dp.(datapath.WithFingerprint); ok {
+			for k, v := range wf.Fingerprint() {
+				facts[k] = v
+			}
+		}
+	}
+	image := r.opts.Image
+	if image == "" {
+		image = spec.Images.Tools
+	}
+	client, err := kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), "")
+	return provided{client: client, image: image, facts: facts}, err
+}
+
+func (p *localProvider) releasesObjects() bool { return p.created && !p.r.opts.Keep }
+
+func (p *localProvider) release(ctx context.Context) error {
+	if !p.releasesObjects() {
+		return nil
+	}
+	p.r.progress("deleting local cluster %s (--keep keeps it)", p.spec.Cluster)
+	return cluster.Delete(ctx, cluster.DeleteOptions{Name: p.spec.Cluster, Layout: p.r.opts.Layout})
+}
+
+// remoteProvider connects to an existing cluster, which it never changes beyond the run's own
+// objects; its nodes pull the tools image from a registry.
+type remoteProvider struct {
+	target suite.Target
+	image  string
+}
+
+func (p remoteProvider) ensure(context.Context) (provided, error) {
+	client, err := kube.Connect(p.target.Kubeconfig, p.target.Context)
+	if err != nil {
+		return provided{}, err
+	}
+	if p.image == "" {
+		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", p.target.Name)
+	}
+	return provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + p.target.Context}}, nil
+}
+
+func (remoteProvider) releasesObjects() bool         { return false }
+func (remoteProvider) release(context.Context) error { return nil }
