@@ -129,13 +129,7 @@ func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 		return err
 	}
 	if wait := time.Until(at); wait > 0 {
-		t := time.NewTimer(wait)
-		defer t.Stop()
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-t.C:
-		}
+		return sleepCtx(ctx, wait)
 	}
 	return nil
 }

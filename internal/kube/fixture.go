@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -60,6 +61,23 @@ type FixtureSpec struct {
 	Servers        [][]Server
 	Roles          []string // the pods the run's paths need, one of each per pair
 	TolerateTaints bool
+	// Levels are the pair counts the pods are brought up in, ascending: the pods of pairs
+	// [previous level, level) are created at once and awaited before the next level's, so
+	// that pod startup is timed at every concurrency the run measures. Empty: one level.
+	Levels []int
+}
+
+// stages returns the pair counts the pods come up in, ending with every pair.
+func (s FixtureSpec) stages() []int {
+	levels := slices.Clone(s.Levels)
+	slices.Sort(levels)
+	var out []int
+	for _, l := range levels {
+		if l > 0 && l < s.Pairs() && (len(out) == 0 || l > out[len(out)-1]) {
+			out = append(out, l)
+		}
+	}
+	return append(out, s.Pairs())
 }
 
 // Pairs is the number of client/server pairs the spec deploys.
@@ -79,8 +97,8 @@ type Fixture struct {
 	Pods map[string][]*corev1.Pod // by role, then pair
 	// ServiceIPs are the ClusterIPs of each pair's Service, which fronts its server-b.
 	ServiceIPs []string
-	// Startup is how long the pods took to come up, from the watch.
-	Startup Startup
+	// Startup is how long the pods took to come up, level by level, from the watch.
+	Startup []Stage
 }
 
 // Pod returns the pod of a role in a pair, nil when the run has none.
@@ -99,8 +117,8 @@ func (f *Fixture) Has(role string) bool { return len(f.Pods[role]) > 0 }
 const podCreators = 16
 
 // Deploy creates the namespace, pods and Services and waits until every server listens. The
-// first pair's pods are created and awaited alone, on a quiet cluster; the other pairs follow
-// as one burst. A watch records when each pod became Running and Ready.
+// pods come up level by level (FixtureSpec.Levels): the first level's on a quiet cluster, each
+// further level's as one burst. A watch records when each pod became Running and Ready.
 func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace bool) (*Fixture, error) {
 	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: spec.RunID}
 	if createNamespace {
@@ -115,14 +133,18 @@ func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace b
 	}
 	defer tr.stop()
 	f := &Fixture{Spec: spec, Pods: map[string][]*corev1.Pod{}, ServiceIPs: make([]string, spec.Pairs())}
-	first, burst := spec.podsOf(0, 1), spec.podsOf(1, spec.Pairs())
-	for _, batch := range [][]*corev1.Pod{first, burst} {
+	prev := 0
+	for _, level := range spec.stages() {
+		batch := spec.podsOf(prev, level)
+		began := time.Now()
 		if err := c.createPods(ctx, tr, batch); err != nil {
 			return nil, err
 		}
 		if err := tr.waitReady(ctx, names(batch), podReadyTimeout(len(batch))); err != nil {
 			return nil, err
 		}
+		f.Startup = append(f.Startup, Stage{Pairs: level, NewPairs: level - prev, Took: time.Since(began), Pods: tr.latencies(names(batch))})
+		prev = level
 	}
 	if spec.has(RoleServerB) {
 		for i := range spec.Pairs() {
@@ -138,7 +160,6 @@ func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace b
 			f.Pods[role] = append(f.Pods[role], tr.pod(podName(role, i)))
 		}
 	}
-	f.Startup = Startup{First: tr.latencies(names(first)), Burst: tr.latencies(names(burst))}
 	return f, nil
 }
 

@@ -30,10 +30,12 @@ type PodLatencies struct {
 	Running, Ready Latencies
 }
 
-// Startup is the pod startup latency of a deploy: the first pair's pods, created on a quiet
-// cluster, and the burst of the other pairs' pods, created at once.
-type Startup struct {
-	First, Burst PodLatencies
+// Stage is one level of a deploy: the pods that brought the run to Pairs pairs, created at once.
+type Stage struct {
+	Pairs    int           // pairs up after this stage
+	NewPairs int           // pairs this stage created
+	Took     time.Duration // from the first create to the last pod Ready
+	Pods     PodLatencies
 }
 
 // podTimes is what the tracker knows of one pod.

@@ -20,9 +20,10 @@ const SetupPath = "setup"
 
 // Workloads of the setup samples.
 const (
-	setupFirstPods = "pod-startup/first"
-	setupBurstPods = "pod-startup/burst"
-	setupService   = "service-programming"
+	// setupPods xN is the pods created at once to bring the run to N pairs (x1: the first
+	// pair's, on a quiet cluster).
+	setupPods    = "pod-startup"
+	setupService = "service-programming"
 	setupPolicy    = "netpol-enforcement"
 )
 
@@ -39,10 +40,8 @@ func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
 // setupLatencies records the pods' startup latencies and measures how long the datapath takes
 // to carry traffic through a new Service.
 func (r *run) setupLatencies(ctx context.Context, tg *target) error {
-	st := tg.fixture.Startup
-	tg.addSetup(setupFirstPods, 1, podMetrics(st.First))
-	if pairs := tg.fixture.Spec.Pairs(); pairs > 1 {
-		tg.addSetup(setupBurstPods, pairs-1, podMetrics(st.Burst))
+	for _, st := range tg.fixture.Startup {
+		tg.addSetup(setupPods, st.Pairs, podMetrics(st.Pods))
 	}
 	role := kube.RoleServerB
 	if !tg.fixture.Has(role) {

@@ -125,14 +125,13 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		strings.Join(placementNodes(placement, len(sets)), ", "), tg.namespace)
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: r.opts.RuntimeClass,
-		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints,
+		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
 	}, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	r.progress("target %s: first pair's pods up: %s", t.Name, tg.fixture.Startup.First)
-	if len(sets) > 1 {
-		r.progress("target %s: burst of %d pairs up: %s", t.Name, len(sets)-1, tg.fixture.Startup.Burst)
+	for _, st := range tg.fixture.Startup {
+		r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 	}
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
@@ -162,7 +161,12 @@ func (r *run) teardown() error {
 		}
 		// The run's objects go first, unless releasing the target takes them with it.
 		if tg.client != nil && !tg.provider.releasesObjects() {
-			errs = append(errs, tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace))
+			began := time.Now()
+			err := tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace)
+			if err == nil {
+				r.progress("target %s: the run's objects removed in %.1fs", tg.name, time.Since(began).Seconds())
+			}
+			errs = append(errs, err)
 		}
 		errs = append(errs, tg.provider.release(ctx))
 	}

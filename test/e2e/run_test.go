@@ -61,23 +61,8 @@ func TestRunOnLocalCluster(t *testing.T) {
 	}
 	dir := t.TempDir()
 	suiteFile := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suiteFile, []byte(shortSuite), 0o644); err != nil {
-		t.Fatal(err)
-	}
 	results := filepath.Join(dir, "results.db")
-	start := time.Now()
-	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results, "-o", "json")
-	t.Logf("run took %s; progress:\n%s", time.Since(start).Round(time.Second), stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout)
-	}
-	var doc struct {
-		Run  store.Run
-		Rows []jsonRow
-	}
-	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("run -o json: %v\n%s", err, stdout)
-	}
+	doc := runSuite(ctx, t, shortSuite, suiteFile, results)
 	if doc.Run.Status != "complete" {
 		t.Errorf("run status %q", doc.Run.Status)
 	}
@@ -147,6 +132,32 @@ func TestRunOnLocalCluster(t *testing.T) {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
 	assertClean(t, before)
+}
+
+// runDoc is what `cnibench run -o json` prints, as far as the tests read it.
+type runDoc struct {
+	Run  store.Run
+	Rows []jsonRow
+}
+
+// runSuite writes a suite to suiteFile, runs it on the shared local cluster with results in
+// results, and returns the JSON summary.
+func runSuite(ctx context.Context, t *testing.T, suite, suiteFile, results string) runDoc {
+	t.Helper()
+	if err := os.WriteFile(suiteFile, []byte(suite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results, "-o", "json")
+	t.Logf("run of %s took %s; progress:\n%s", filepath.Base(suiteFile), time.Since(start).Round(time.Second), stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	var doc runDoc
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("run -o json: %v\n%s", err, stdout)
+	}
+	return doc
 }
 
 // checkPlausible applies physical sanity bounds to every summarised metric.
