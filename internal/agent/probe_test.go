@@ -102,8 +102,8 @@ func TestProbeUntilOpenReportsWhenTheServerAppeared(t *testing.T) {
 	first := time.Unix(0, res.FirstNS)
 	// The first open attempt started after the listener came up, within one interval (and
 	// some scheduling slack).
-	if d := first.Sub(<-opened); d < -time.Millisecond || d > 60*time.Millisecond {
-		t.Errorf("first open attempt %s after the listener opened, want within [0, 60ms]", d)
+	if d := first.Sub(<-opened); d < -time.Millisecond || d > 250*time.Millisecond {
+		t.Errorf("first open attempt %s after the listener opened, want within [0, 250ms]: one 10 ms interval and a loaded machine's scheduling", d)
 	}
 	if res.Attempts < 20 {
 		t.Errorf("%d attempts in 300 ms at 10 ms", res.Attempts)

@@ -39,8 +39,8 @@ func TestRunWaitsAtTheBarrier(t *testing.T) {
 	if rep.Stdout != "hello\n" || rep.ExitCode != 0 {
 		t.Errorf("report %+v", rep)
 	}
-	if rep.StartNS < at || rep.StartNS > at+int64(50*time.Millisecond) || rep.EndNS < rep.StartNS {
-		t.Errorf("start %d, want at the release's start time %d (within 50 ms); end %d", rep.StartNS, at, rep.EndNS)
+	if rep.StartNS < at || rep.StartNS > at+int64(500*time.Millisecond) || rep.EndNS < rep.StartNS {
+		t.Errorf("start %d, want at the release's start time %d (within 500 ms on a loaded machine); end %d", rep.StartNS, at, rep.EndNS)
 	}
 }
 

@@ -24,7 +24,7 @@ const (
 	// pair's, on a quiet cluster).
 	setupPods    = "pod-startup"
 	setupService = "service-programming"
-	setupPolicy    = "netpol-enforcement"
+	setupPolicy  = "netpol-enforcement"
 )
 
 // probeInterval is the time between connection attempts that time a Service or a policy
