@@ -65,6 +65,9 @@ type FixtureSpec struct {
 	// [previous level, level) are created at once and awaited before the next level's, so
 	// that pod startup is timed at every concurrency the run measures. Empty: one level.
 	Levels []int
+	// OnStage, when set, is told of each level as its pods are up: a hundred pairs take a
+	// minute to come up.
+	OnStage func(Stage)
 }
 
 // stages returns the pair counts the pods come up in, ending with every pair.
@@ -143,7 +146,11 @@ func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace b
 		if err := tr.waitReady(ctx, names(batch), podReadyTimeout(len(batch))); err != nil {
 			return nil, err
 		}
-		f.Startup = append(f.Startup, Stage{Pairs: level, NewPairs: level - prev, Took: time.Since(began), Pods: tr.latencies(names(batch))})
+		st := Stage{Pairs: level, NewPairs: level - prev, Took: time.Since(began), Pods: tr.latencies(names(batch))}
+		f.Startup = append(f.Startup, st)
+		if spec.OnStage != nil {
+			spec.OnStage(st)
+		}
 		prev = level
 	}
 	if spec.has(RoleServerB) {

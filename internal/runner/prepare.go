@@ -126,12 +126,12 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: r.opts.RuntimeClass,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
+		OnStage: func(st kube.Stage) {
+			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
+		},
 	}, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
-	}
-	for _, st := range tg.fixture.Startup {
-		r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 	}
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
