@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -111,5 +112,18 @@ func TestPairsDimension(t *testing.T) {
 	o, err := Resolve("", Overrides{Pairs: []int{2, 4}})
 	if err != nil || o.MostPairs() != 4 {
 		t.Errorf("--pairs override: %v %v", o.Pairs, err)
+	}
+}
+
+// Every shipped study loads: a suite in examples/ that fails validation is a broken promise.
+func TestExamplesLoad(t *testing.T) {
+	files, err := filepath.Glob("../../examples/*.yaml")
+	if err != nil || len(files) < 2 {
+		t.Fatalf("examples: %v, %v", files, err)
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
 	}
 }
