@@ -68,7 +68,9 @@ type WatchResult struct {
 	Outcome string `json:"outcome"`
 	// FirstNS is the start (Unix ns) of the first attempt that ended with the awaited outcome;
 	// the change happened between the attempt before it and this one.
-	FirstNS  int64 `json:"first_ns"`
+	FirstNS int64 `json:"first_ns"`
+	// StartNS is the start of the first attempt: when the probing began.
+	StartNS  int64 `json:"start_ns"`
 	Attempts int   `json:"attempts"`
 	// ResolutionNS is the interval between attempts.
 	ResolutionNS int64 `json:"resolution_ns"`
@@ -97,6 +99,7 @@ func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 	defer ticker.Stop()
 	deadline := time.Now().Add(o.MaxWait)
 	done := map[int]attempt{}
+	began := time.Now()
 	next, launched, streak := 0, 0, 0
 	var first attempt
 	launch := func() {
@@ -134,7 +137,7 @@ func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 					first = cur
 				}
 				if streak++; streak > o.Confirm {
-					return WatchResult{Outcome: o.Until, FirstNS: first.started.UnixNano(), Attempts: launched,
+					return WatchResult{Outcome: o.Until, FirstNS: first.started.UnixNano(), StartNS: began.UnixNano(), Attempts: launched,
 						ResolutionNS: o.Interval.Nanoseconds()}, nil
 				}
 			}

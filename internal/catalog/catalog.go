@@ -81,8 +81,7 @@ const (
 	PodReadyP90    = "pod_ready_p90_ms"
 	PodReadyP99    = "pod_ready_p99_ms"
 	PodCount       = "pods"
-	NetReadyP50    = "network_ready_p50_ms"
-	NetReadyP99    = "network_ready_p99_ms"
+	NetReady       = "network_ready_ms"
 	ServiceReady   = "service_ready_ms"
 	PolicyEnforced = "netpol_enforced_ms"
 )
@@ -124,8 +123,7 @@ func specs() []Spec {
 		{PodReadyP90, "ms", "Pod creation to Ready, 90th percentile.", false, false, None},
 		{PodReadyP99, "ms", "Pod creation to Ready, 99th percentile.", false, true, None},
 		{PodCount, "pods", "Pods the figure is computed over.", true, false, None},
-		{NetReadyP50, "ms", "Client pod Running to its first successful connection to its server, median over pairs.", false, true, None},
-		{NetReadyP99, "ms", "Client pod Running to its first successful connection to its server, 99th percentile.", false, true, None},
+		{NetReady, "ms", "A new pod's first connection attempt, made as its container starts, to its first successful connection to a server pod.", false, true, None},
 		{ServiceReady, "ms", "A Service's endpoint Ready to the first successful connection through its ClusterIP.", false, true, None},
 		{PolicyEnforced, "ms", "A NetworkPolicy's create to the first probe it drops (50 ms resolution).", false, true, None},
 	}
@@ -161,7 +159,7 @@ func Concurrency() []string { return []string{Fairness, StartSkew} }
 // Setup lists the setup latencies in display order.
 func Setup() []string {
 	return []string{PodRunningP50, PodRunningP90, PodRunningP99, PodReadyP50, PodReadyP90, PodReadyP99, PodCount,
-		NetReadyP50, NetReadyP99, ServiceReady, PolicyEnforced}
+		NetReady, ServiceReady, PolicyEnforced}
 }
 
 // Headline reports whether a metric belongs in the terminal table, rankings and verdicts.

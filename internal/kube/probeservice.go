@@ -10,6 +10,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 	"k8s.io/apimachinery/pkg/watch"
 	"k8s.io/client-go/tools/cache"
 	watchtools "k8s.io/client-go/tools/watch"
@@ -96,4 +97,57 @@ func readyEndpoint(es *discoveryv1.EndpointSlice, ip string) bool {
 		}
 	}
 	return false
+}
+
+// ReadinessPodName names the pod that times how soon its own network carries traffic.
+const ReadinessPodName = "cnibench-netready"
+
+// RunOnce runs argv as the only container of a new pod-network pod on the first client's node,
+// waits until it exits and returns its output. The network readiness probe runs so: the
+// container starts probing the moment it runs, before anything outside could tell it was up.
+func (c *Client) RunOnce(ctx context.Context, f *Fixture, name string, argv []string, timeout time.Duration) (string, error) {
+	s := f.Spec
+	grace := int64(1)
+	pod := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
+			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: name}},
+		Spec: corev1.PodSpec{
+			NodeName: s.node(RoleClient, 0), RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
+			AutomountServiceAccountToken: new(bool),
+			Containers:                   []corev1.Container{{Name: "probe", Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: argv}},
+		},
+	}
+	if s.RuntimeClass != "" {
+		pod.Spec.RuntimeClassName = &s.RuntimeClass
+	}
+	if s.TolerateTaints {
+		pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	}
+	pods := c.CS.CoreV1().Pods(s.Namespace)
+	if _, err := pods.Create(ctx, pod, metav1.CreateOptions{}); err != nil {
+		return "", fmt.Errorf("create pod %s: %w", name, err)
+	}
+	var last *corev1.Pod
+	err := wait.PollUntilContextTimeout(ctx, 200*time.Millisecond, timeout, true, func(ctx context.Context) (bool, error) {
+		p, err := pods.Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return false, nil // transient: the deadline reports it
+		}
+		last = p
+		if why := stuck(p); why != "" {
+			return false, fmt.Errorf("pod %s cannot start: %s", name, why)
+		}
+		return p.Status.Phase == corev1.PodSucceeded || p.Status.Phase == corev1.PodFailed, nil
+	})
+	if err != nil {
+		return "", fmt.Errorf("pod %s did not finish: %w (%s)", name, err, describe(last))
+	}
+	out, err := pods.GetLogs(name, &corev1.PodLogOptions{Container: "probe"}).DoRaw(ctx)
+	if err != nil {
+		return "", fmt.Errorf("logs of pod %s: %w", name, err)
+	}
+	if last.Status.Phase == corev1.PodFailed {
+		return "", fmt.Errorf("pod %s failed: %s", name, out)
+	}
+	return string(out), nil
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
@@ -24,6 +25,7 @@ const (
 	// pair's, on a quiet cluster).
 	setupPods    = "pod-startup"
 	setupService = "service-programming"
+	setupNetwork = "network-readiness"
 	setupPolicy  = "netpol-enforcement"
 )
 
@@ -56,7 +58,37 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) error {
 	}
 	r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
 	tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
+	if ms, err = r.networkReadiness(ctx, tg, role); err != nil {
+		return fmt.Errorf("network readiness: %w", err)
+	}
+	r.progress("target %s: a new pod's first connection succeeded %.0f ms after its container started probing", tg.name, ms)
+	tg.addSetup(setupNetwork, 1, map[string]float64{catalog.NetReady: ms})
 	return nil
+}
+
+// networkReadiness starts a pod whose only container probes the first pair's server from the
+// moment it runs, and returns the time from its first attempt to its first successful one, in
+// ms, both on the node's clock: how long a new pod waits for its network to carry traffic.
+func (r *run) networkReadiness(ctx context.Context, tg *target, role string) (float64, error) {
+	srv := tg.fixture.Pod(role, 0).Status.PodIP
+	port := tg.fixture.Spec.ServersOf(role, 0)[0].Port
+	argv := []string{"cnibench", "agent", "probe", "--target", net.JoinHostPort(srv, strconv.Itoa(port)), "--until", agent.ProbeOpen,
+		"--interval", probeInterval.String(), "--timeout", "250ms", "--confirm", "0", "--max-wait", "1m"}
+	out, err := tg.client.RunOnce(ctx, tg.fixture, kube.ReadinessPodName, argv, 3*time.Minute)
+	if err != nil {
+		return 0, err
+	}
+	var res agent.WatchResult
+	if err := json.Unmarshal([]byte(lastLine(out)), &res); err != nil || res.StartNS == 0 {
+		return 0, fmt.Errorf("pod %s printed %q: %v", kube.ReadinessPodName, out, err)
+	}
+	return latencyMS(time.Unix(0, res.StartNS), time.Unix(0, res.FirstNS)), nil
+}
+
+// lastLine is the last non-empty line of s.
+func lastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return lines[len(lines)-1]
 }
 
 func podMetrics(l kube.PodLatencies) map[string]float64 {
