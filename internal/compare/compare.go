@@ -9,13 +9,13 @@ package compare
 import (
 	"context"
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"math"
 	"slices"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/stats"

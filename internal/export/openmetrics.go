@@ -3,7 +3,6 @@ package export
 import (
 	"bufio"
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
@@ -11,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 )

@@ -2,11 +2,11 @@ package report
 
 import (
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"html/template"
 	"io"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 )
 

@@ -4,12 +4,12 @@ import (
 	"bufio"
 	"errors"
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/suite"
 )

@@ -2,12 +2,12 @@ package report
 
 import (
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math"
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"

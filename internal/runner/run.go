@@ -4,12 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/cnibench/cnibench/internal/catalog"
 	"io"
 	"math/rand/v2"
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
