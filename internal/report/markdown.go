@@ -92,7 +92,7 @@ func buildModel(docs []Document) (model, error) {
 		sort.SliceStable(rows, func(i, j int) bool {
 			// Metric first, as in the charts: the figures a reader compares sit together.
 			a, b := rows[i], rows[j]
-			if ra, rb := metricRank(w, a.Metric), metricRank(w, b.Metric); ra != rb {
+			if ra, rb := MetricRank(w, a.Metric), MetricRank(w, b.Metric); ra != rb {
 				return ra < rb
 			}
 			if a.Metric != b.Metric {
@@ -179,7 +179,7 @@ func (s section) headlineMetrics() []string {
 			out = append(out, r.Metric)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return metricRank(s.workload, out[i]) < metricRank(s.workload, out[j]) })
+	sort.SliceStable(out, func(i, j int) bool { return MetricRank(s.workload, out[i]) < MetricRank(s.workload, out[j]) })
 	return out
 }
 

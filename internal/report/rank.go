@@ -112,7 +112,7 @@ func Rank(samples []store.Sample) []RankGroup {
 		if a.Path != b.Path {
 			return pathRank(a.Path) < pathRank(b.Path)
 		}
-		return metricRank(a.Workload, a.Metric) < metricRank(b.Workload, b.Metric)
+		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
 	})
 	return groups
 }

@@ -111,12 +111,9 @@ func sortRows(rows []Row) {
 		if a.Path != b.Path {
 			return pathRank(a.Path) < pathRank(b.Path)
 		}
-		return metricRank(a.Workload, a.Metric) < metricRank(b.Workload, b.Metric)
+		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
 	})
 }
-
-// metricRank is MetricRank, as the package's own code calls it.
-func metricRank(workload, name string) int { return MetricRank(workload, name) }
 
 // MetricRank puts a workload's own metrics first, in the engine's order, then the pair
 // figures, the costs and the setup latencies: the display order of every table.

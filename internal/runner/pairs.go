@@ -100,7 +100,6 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 			done <- i
 		}(i, pr)
 	}
-	finished := map[int]bool{}
 	release := func() {
 		// One start time for all: delivering the release to a hundred clients takes a while,
 		// and the first to start would take the CPU from the others' delivery.
@@ -117,14 +116,13 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 				waiting = false
 			case j := <-done:
 				// A client that ended before the release failed to start: abandon the barrier.
-				finished[j] = true
 				cancel()
 				release()
-				drain(done, len(runs)-len(finished))
+				drain(done, len(runs)-1)
 				return nil, pairError(j, ends[j], runs[j])
 			case <-ctx.Done():
 				release()
-				drain(done, len(runs)-len(finished))
+				drain(done, len(runs))
 				return nil, fmt.Errorf("pair %d (%s): not at the barrier: %w", i, ends[i].clientPod, ctx.Err())
 			}
 		}
@@ -136,7 +134,7 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 			cancel()
 		}
 	}
-	drain(done, len(runs)-len(finished))
+	drain(done, len(runs))
 	if hookErr != nil {
 		return nil, hookErr
 	}
