@@ -7,18 +7,35 @@ import (
 
 type setupOptions struct {
 	cacheDir string
+	all      bool
+	k8s      string
 }
 
 func newSetupCommand() *cobra.Command {
 	o := setupOptions{}
 	cmd := &cobra.Command{
 		Use:   "setup",
-		Short: "Build and cache the Kubernetes, CoreDNS, containerd and CNI binaries the local cluster runs",
-		Args:  cobra.NoArgs,
+		Short: "Build and cache the binaries the local cluster runs (by default only what a bridge cluster needs)",
+		Long: `Build and cache the third-party binaries the local cluster runs, from the Go module proxy.
+
+By default only what the default run needs: the CNI plugins, CoreDNS, containerd and one
+Kubernetes release. A cluster that needs more (the flannel or Cilium datapaths, another
+Kubernetes release) builds it on first use; --all builds everything now.`,
+		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			return binaries.Cache{Dir: o.cacheDir}.Ensure(cmd.Context(), cmd.OutOrStdout(), binaries.Components()...)
+			comps := binaries.Components()
+			if !o.all {
+				var err error
+				if comps, err = binaries.Base(o.k8s); err != nil {
+					return err
+				}
+			}
+			return binaries.Cache{Dir: o.cacheDir}.Ensure(cmd.Context(), cmd.OutOrStdout(), comps...)
 		},
 	}
-	cmd.Flags().StringVar(&o.cacheDir, "cache-dir", binaries.DefaultDir(), "where built binaries are cached (env CNIBENCH_CACHE)")
+	f := cmd.Flags()
+	f.StringVar(&o.cacheDir, "cache-dir", binaries.DefaultDir(), "where built binaries are cached (env CNIBENCH_CACHE)")
+	f.BoolVar(&o.all, "all", false, "build every component: all datapaths and every Kubernetes release")
+	f.StringVar(&o.k8s, "kubernetes-version", binaries.DefaultKubernetesVersion, "the Kubernetes release to build (without --all)")
 	return cmd
 }

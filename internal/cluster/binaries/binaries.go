@@ -12,7 +12,8 @@
 // Cache layout (Dir defaults to /var/cache/cnibench, see DefaultDir):
 //
 //	<Dir>/bin/<binary>                installed binaries (also cnb-pause, see PauseBinary)
-//	<Dir>/bin/.stamps/<component>     "<version> <recipe hash>"
+//	<Dir>/bin/kubernetes-<v>/<binary> one Kubernetes release's binaries (see Component.Subdir)
+//	<Dir>/bin/.stamps/<component>     "<version> <recipe hash>" (<component> is the Subdir if set)
 //	<Dir>/logs/build-<component>.log  output of the last build's go commands
 //	<Dir>/tmp/                        scratch build dirs, emptied by every Ensure
 //	<Dir>/.lock                       serialises concurrent Ensure calls
@@ -64,6 +65,21 @@ func (c Cache) Path(name string) string {
 	return filepath.Join(c.BinDir(), name)
 }
 
+// BinaryPath returns where one binary of comp lives in the cache: in the bin dir, or in the
+// component's own directory below it (see Component.Subdir).
+func (c Cache) BinaryPath(comp Component, name string) string {
+	return filepath.Join(c.BinDir(), comp.Subdir, name)
+}
+
+// key names the component's stamp and build log: its Subdir when it has one, so that each
+// cached version has its own.
+func (comp Component) key() string {
+	if comp.Subdir != "" {
+		return comp.Subdir
+	}
+	return comp.Name
+}
+
 // LogPath returns the build log of the named component.
 func (c Cache) LogPath(component string) string {
 	return filepath.Join(c.Dir, "logs", "build-"+component+".log")
@@ -83,7 +99,7 @@ func (c Cache) upToDate(comp Component) bool {
 }
 
 func (c Cache) stampMatches(comp Component) bool {
-	b, err := os.ReadFile(c.stampPath(comp.Name))
+	b, err := os.ReadFile(c.stampPath(comp.key()))
 	return err == nil && string(b) == comp.stampContent()
 }
 
@@ -92,7 +108,7 @@ func (c Cache) stampMatches(comp Component) bool {
 func (c Cache) absent(comp Component) []string {
 	var out []string
 	for _, name := range comp.Binaries {
-		fi, err := os.Stat(c.Path(name))
+		fi, err := os.Stat(c.BinaryPath(comp, name))
 		if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o111 == 0 {
 			out = append(out, name)
 		}
@@ -150,7 +166,7 @@ func defaultComponents(comps []Component) []Component {
 // writeStamp records a successful build. It writes a temp file and renames
 // it so a crash never leaves a truncated stamp that might parse as valid.
 func (c Cache) writeStamp(comp Component) error {
-	p := c.stampPath(comp.Name)
+	p := c.stampPath(comp.key())
 	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 		return fmt.Errorf("create stamp dir: %w", err)
 	}
@@ -168,7 +184,7 @@ func (c Cache) writeStamp(comp Component) error {
 // an interruption between the renames of several binaries is detected as an
 // incomplete build rather than a mix of old and new binaries.
 func (c Cache) removeStamp(comp Component) error {
-	err := os.Remove(c.stampPath(comp.Name))
+	err := os.Remove(c.stampPath(comp.key()))
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove stamp of %s: %w", comp.Name, err)
 	}

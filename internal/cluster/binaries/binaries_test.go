@@ -66,22 +66,23 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s binaries = %v, want %v", c.Name, c.Binaries, want[c.Name])
 		}
 		for _, b := range c.Binaries {
-			if seen[b] {
-				t.Errorf("binary %s appears in two components", b)
+			path := Cache{Dir: "/c"}.BinaryPath(c, b)
+			if seen[path] {
+				t.Errorf("binary %s appears in two components", path)
 			}
-			seen[b] = true
+			seen[path] = true
 		}
 		if c.verify.binary != "" && !slices.Contains(c.Binaries, c.verify.binary) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if len(seen) != 26 {
-		t.Errorf("got %d binaries, want 26", len(seen))
+	if want := 20 + 6*len(KubernetesVersions()); len(seen) != want {
+		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {
 		t.Error("Lookup(nope) succeeded")
 	}
-	k, err := Lookup(Kubernetes)
+	k, err := KubernetesComponent("v1.34.2")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,6 +90,48 @@ func TestComponentsTable(t *testing.T) {
 		"-X k8s.io/component-base/version.gitMinor=34 -X k8s.io/client-go/pkg/version.gitVersion=v1.34.2"
 	if k.ldflags != wantLD {
 		t.Errorf("kubernetes ldflags = %q\nwant %q", k.ldflags, wantLD)
+	}
+}
+
+func TestKubernetesReleasesSideBySide(t *testing.T) {
+	c := Cache{Dir: "/c"}
+	def, err := Lookup(Kubernetes)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if def.Version != DefaultKubernetesVersion || KubernetesVersions()[0] != DefaultKubernetesVersion {
+		t.Errorf("Lookup(kubernetes) = %s, versions %v; want the default %s first", def.Version, KubernetesVersions(), DefaultKubernetesVersion)
+	}
+	old, err := KubernetesComponent("v1.34.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.BinaryPath(def, "kubelet") == c.BinaryPath(old, "kubelet") || c.stampPath(def.key()) == c.stampPath(old.key()) {
+		t.Errorf("two releases share a path: %s, stamp %s", c.BinaryPath(def, "kubelet"), c.stampPath(def.key()))
+	}
+	if got := c.BinaryPath(old, "kubelet"); got != "/c/bin/kubernetes-v1.34.2/kubelet" {
+		t.Errorf("1.34 kubelet at %s", got)
+	}
+	if _, err := KubernetesComponent("v1.99.0"); err == nil || !strings.Contains(err.Error(), "--kubernetes-version") {
+		t.Errorf("unknown release: err = %v, want one naming --kubernetes-version", err)
+	}
+	base, err := Base("v1.34.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, b := range base {
+		names = append(names, b.Name+"@"+b.Version)
+	}
+	if want := []string{CNIPlugins + "@" + CNIPluginsVersion, CoreDNS + "@" + CoreDNSVersion, Containerd + "@" + ContainerdVersion, "kubernetes@v1.34.2"}; !slices.Equal(names, want) {
+		t.Errorf("Base(v1.34.2) = %v, want %v", names, want)
+	}
+	prov, err := Providing([]string{"flanneld", "flannel", "cilium-dbg"})
+	if err != nil || len(prov) != 2 || prov[0].Name != Flannel || prov[1].Name != Cilium {
+		t.Errorf("Providing = %v, %v; want flannel then cilium", prov, err)
+	}
+	if _, err := Providing([]string{"kubelet"}); err == nil {
+		t.Error("Providing(kubelet) succeeded: a versioned binary must come from Base")
 	}
 }
 
@@ -351,5 +394,44 @@ func TestTailFile(t *testing.T) {
 	}
 	if got := strings.Count(tailFile(p, 20), "\n"); got != 19 {
 		t.Errorf("tail has %d newlines, want 19", got)
+	}
+}
+
+// TestAdoptFlatKubernetes moves a build of the flat layout into its release's directory only
+// when its stamp matches the release's recipe.
+func TestAdoptFlatKubernetes(t *testing.T) {
+	c := Cache{Dir: t.TempDir()}
+	comp, err := KubernetesComponent("v1.34.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	flat := comp
+	flat.Subdir = ""
+	if err := os.MkdirAll(c.BinDir(), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, b := range comp.Binaries {
+		if err := os.WriteFile(c.Path(b), []byte("#!/bin/sh\n"), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := c.writeStamp(flat); err != nil {
+		t.Fatal(err)
+	}
+	newest, _ := KubernetesComponent(DefaultKubernetesVersion)
+	if err := c.adoptFlatKubernetes(newest); err != nil || c.upToDate(newest) {
+		t.Fatalf("adopted a v1.34.2 build as %s: err %v", newest.Version, err)
+	}
+	if err := c.adoptFlatKubernetes(comp); err != nil {
+		t.Fatal(err)
+	}
+	if !c.upToDate(comp) {
+		t.Errorf("v1.34.2 is not up to date after adoption; missing %v", c.Missing(comp))
+	}
+	if _, err := os.Stat(c.Path("kubelet")); !os.IsNotExist(err) {
+		t.Errorf("flat kubelet still there: %v", err)
+	}
+	if c.stampMatches(flat) {
+		t.Error("the flat stamp survived adoption")
 	}
 }

@@ -58,6 +58,9 @@ func (c Cache) Ensure(ctx context.Context, w io.Writer, comps ...Component) erro
 		return err
 	}
 	for _, comp := range comps {
+		if err := c.adoptFlatKubernetes(comp); err != nil {
+			return err
+		}
 		if c.upToDate(comp) {
 			fmt.Fprintf(w, "%s %s: up to date\n", comp.Name, comp.Version)
 			continue
@@ -115,7 +118,7 @@ func (c Cache) build(ctx context.Context, w io.Writer, comp Component) error {
 		return fmt.Errorf("build %s: %w", name, err)
 	}
 
-	logPath := c.LogPath(comp.Name)
+	logPath := c.LogPath(comp.key())
 	logFile, err := os.Create(logPath)
 	if err != nil {
 		return fmt.Errorf("build %s: open log: %w", name, err)
@@ -332,12 +335,15 @@ func (c Cache) install(comp Component, out string) error {
 	if err := c.removeStamp(comp); err != nil {
 		return err
 	}
+	if err := os.MkdirAll(filepath.Join(c.BinDir(), comp.Subdir), 0o755); err != nil {
+		return fmt.Errorf("install %s: %w", comp.Name, err)
+	}
 	for _, b := range comp.Binaries {
 		src := filepath.Join(out, b)
 		if err := os.Chmod(src, 0o755); err != nil {
 			return fmt.Errorf("install %s: %w", b, err)
 		}
-		if err := os.Rename(src, c.Path(b)); err != nil {
+		if err := os.Rename(src, c.BinaryPath(comp, b)); err != nil {
 			return fmt.Errorf("install %s: %w", b, err)
 		}
 	}

@@ -12,9 +12,10 @@ import (
 // modules (Kubernetes v1.32.x lacks staging modules there, for example), so
 // these are versions verified to build on the target machine.
 const (
-	// KubernetesVersion is the Kubernetes release built for the control
-	// plane and the nodes. kubelet 1.35+ refuses cgroup v1 by default.
-	KubernetesVersion = "v1.34.2"
+	// DefaultKubernetesVersion is the Kubernetes release a local cluster
+	// runs unless told otherwise (see KubernetesVersions). kubelet 1.35+
+	// refuses cgroup v1 unless its config sets failCgroupV1: false.
+	DefaultKubernetesVersion = "v1.37.2"
 	// CoreDNSVersion is the CoreDNS release used as cluster DNS.
 	CoreDNSVersion = "v1.15.0"
 	// CNIPluginsVersion is the containernetworking/plugins release.
@@ -81,6 +82,10 @@ type Component struct {
 	// ColdBuild is a rough build time with empty Go caches on the 2-core
 	// target machine, shown so a long build does not look hung.
 	ColdBuild time.Duration
+	// Subdir, when set, is the directory below the cache's bin dir that
+	// holds the binaries, so that several versions of one component (the
+	// Kubernetes releases) sit side by side; it also keys the stamp and log.
+	Subdir string
 
 	kind buildKind
 	// packages are full import paths (goInstall, k8sWrapper) or paths
@@ -129,27 +134,6 @@ func Components() []Component {
 		cni.packages = append(cni.packages, "github.com/containernetworking/plugins/plugins/"+p)
 	}
 
-	k8sCmds := []string{
-		"kube-apiserver", "kube-controller-manager", "kube-scheduler",
-		"kubelet", "kube-proxy", "kubectl",
-	}
-	k8s := Component{
-		Name:      Kubernetes,
-		Module:    "k8s.io/kubernetes",
-		Version:   KubernetesVersion,
-		ColdBuild: 6 * time.Minute,
-		kind:      k8sWrapper,
-		ldflags:   k8sLDFlags(KubernetesVersion),
-		verify: verifySpec{
-			binary: "kubectl",
-			args:   []string{"version", "--client"},
-			want:   KubernetesVersion,
-		},
-	}
-	for _, c := range k8sCmds {
-		k8s.packages = append(k8s.packages, "k8s.io/kubernetes/cmd/"+c)
-	}
-
 	const ctdModule = "github.com/containerd/containerd/v2"
 	ctd := Component{
 		Name:      Containerd,
@@ -189,17 +173,24 @@ func Components() []Component {
 		},
 	}
 
-	for _, c := range []*Component{&cni, &k8s, &ctd, &coredns} {
+	for _, c := range []*Component{&cni, &ctd, &coredns} {
 		c.Binaries = binaryNames(c.packages)
 	}
-	all := []Component{cni, coredns, ctd, k8s}
+	all := []Component{cni, coredns, ctd}
+	for _, v := range KubernetesVersions() {
+		all = append(all, kubernetesComponent(v))
+	}
 	// Datapath components live in files of their own (flannel.go, cilium.go).
 	all = append(all, flannelComponents()...)
 	return append(all, ciliumComponents()...)
 }
 
-// Lookup returns the component with the given name.
+// Lookup returns the component with the given name; for Kubernetes, the
+// default release (KubernetesComponent selects another).
 func Lookup(name string) (Component, error) {
+	if name == Kubernetes {
+		return kubernetesComponent(DefaultKubernetesVersion), nil
+	}
 	var names []string
 	for _, c := range Components() {
 		if c.Name == name {
@@ -208,6 +199,64 @@ func Lookup(name string) (Component, error) {
 		names = append(names, c.Name)
 	}
 	return Component{}, fmt.Errorf("unknown component %q (known: %s)", name, strings.Join(names, ", "))
+}
+
+// Base returns what every local cluster runs, whatever its datapath: CNI
+// plugins, CoreDNS, containerd and the given Kubernetes release.
+func Base(kubernetesVersion string) ([]Component, error) {
+	k8s, err := KubernetesComponent(kubernetesVersion)
+	if err != nil {
+		return nil, err
+	}
+	var out []Component
+	for _, name := range []string{CNIPlugins, CoreDNS, Containerd} {
+		c, err := Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, c)
+	}
+	return append(out, k8s), nil
+}
+
+// Providing returns the components that build the named binaries, in
+// build order, each once; a name no component builds is an error.
+func Providing(binaries []string) ([]Component, error) {
+	var out []Component
+	for _, name := range binaries {
+		found := false
+		for _, c := range Components() {
+			if c.Subdir == "" && containsString(c.Binaries, name) {
+				found = true
+				if !containsComponent(out, c.Name) {
+					out = append(out, c)
+				}
+				break
+			}
+		}
+		if !found {
+			return nil, fmt.Errorf("no component builds %q", name)
+		}
+	}
+	return out, nil
+}
+
+func containsString(xs []string, x string) bool {
+	for _, v := range xs {
+		if v == x {
+			return true
+		}
+	}
+	return false
+}
+
+func containsComponent(cs []Component, name string) bool {
+	for _, c := range cs {
+		if c.Name == name {
+			return true
+		}
+	}
+	return false
 }
 
 // k8sLDFlags stamps the version into the binaries the same way the upstream

@@ -44,27 +44,30 @@ func TestParseStagingModules(t *testing.T) {
 	}
 }
 
-// TestParseRealK8sGoMod checks the parser against the real go.mod when the
-// module cache has it; the wrapper needs all 31 staging modules of v1.34.2.
+// TestParseRealK8sGoMod checks the parser against the real go.mod of each release whose go.mod
+// the module cache has; the wrapper needs every staging module (31 in v1.34.2, 33 in v1.37.2).
 func TestParseRealK8sGoMod(t *testing.T) {
 	home, err := os.UserHomeDir()
 	if err != nil {
 		t.Skip(err)
 	}
-	p := home + "/go/pkg/mod/cache/download/k8s.io/kubernetes/@v/" + KubernetesVersion + ".mod"
+	dir := home + "/go/pkg/mod"
 	if gm := os.Getenv("GOMODCACHE"); gm != "" {
-		p = gm + "/cache/download/k8s.io/kubernetes/@v/" + KubernetesVersion + ".mod"
+		dir = gm
 	}
-	b, err := os.ReadFile(p)
-	if err != nil {
-		t.Skipf("kubernetes go.mod not in the module cache: %v", err)
-	}
-	mods, err := parseStagingModules(string(b))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(mods) != 31 {
-		t.Errorf("got %d staging modules, want 31: %v", len(mods), mods)
+	for version, want := range map[string]int{"v1.34.2": 31, "v1.37.2": 33} {
+		b, err := os.ReadFile(dir + "/cache/download/k8s.io/kubernetes/@v/" + version + ".mod")
+		if err != nil {
+			t.Logf("kubernetes %s go.mod not in the module cache: %v", version, err)
+			continue
+		}
+		mods, err := parseStagingModules(string(b))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(mods) != want {
+			t.Errorf("%s: got %d staging modules, want %d: %v", version, len(mods), want, mods)
+		}
 	}
 }
 
