@@ -3,6 +3,7 @@ module github.com/cnibench/cnibench
 go 1.26.8
 
 require (
+	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/google/go-containerregistry v0.20.6
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/spf13/cobra v1.10.1
@@ -41,6 +42,7 @@ require (
 	github.com/mailru/easyjson v0.7.7 // indirect
 	github.com/mattn/go-isatty v0.0.24 // indirect
 	github.com/moby/spdystream v0.5.0 // indirect
+	github.com/moby/sys/userns v0.1.0 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.3-0.20250322232337-35a7c28c31ee // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect

@@ -39,7 +39,7 @@ func newClusterCreateCommand() *cobra.Command {
 				return err
 			}
 			fmt.Fprintf(o.Out, "\nKubeconfig: %s\nTry: %s --kubeconfig %s get nodes -o wide\n",
-				o.Layout.Kubeconfig(o.Name), o.Cache.Path("kubectl"), o.Layout.Kubeconfig(o.Name))
+				o.Layout.Kubeconfig(o.Name), o.Cache.KubectlPath(o.KubernetesVersion), o.Layout.Kubeconfig(o.Name))
 			return nil
 		},
 	}
@@ -48,8 +48,9 @@ func newClusterCreateCommand() *cobra.Command {
 	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", cluster.MaxNodes))
 	f.StringVar(&o.Datapath, "datapath", "bridge", "pod network: "+strings.Join(datapath.Names(), ", "))
 	f.StringVar(&o.ProxyMode, "proxy-mode", "nftables", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", "))
+	f.StringVar(&o.KubernetesVersion, "kubernetes-version", binaries.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(binaries.KubernetesVersions(), ", ")+" (built on first use)")
 	f.StringVar(&o.Subnet, "subnet", "", "pin the cluster's /16 (10.200.0.0/16-10.254.0.0/16); default: the first free one")
-	f.DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for nodes Ready and CoreDNS available")
+	f.DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for nodes Ready and CoreDNS available (the API server, containerd and image imports wait a share of it: raise it on slow hosts)")
 	return cmd
 }
 
@@ -113,9 +114,9 @@ func printClusters(w io.Writer, infos []cluster.Info) error {
 		return err
 	}
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tNODES\tDATAPATH\tPROXY\tSUBNET\tAGE\tHEALTH")
+	fmt.Fprintln(tw, "NAME\tNODES\tDATAPATH\tPROXY\tKUBERNETES\tSUBNET\tAGE\tHEALTH")
 	for _, i := range infos {
-		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.Nodes, i.Datapath, i.ProxyMode, i.Subnet,
+		fmt.Fprintf(tw, "%s\t%d\t%s\t%s\t%s\t%s\t%s\t%s\n", i.Name, i.Nodes, i.Datapath, i.ProxyMode, i.Kubernetes, i.Subnet,
 			i.Age.Round(time.Second), i.Health)
 	}
 	return tw.Flush()

@@ -7,25 +7,73 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/containerd/cgroups/v3"
 )
 
 const cgroupMount = "/sys/fs/cgroup"
 
-// v1Hierarchies lists the mounted cgroup hierarchies by directory under /sys/fs/cgroup: every
-// v1 hierarchy, which the kubelet's cgroupfs driver joins, so the node cgroups must exist in
-// all; and the hybrid layout's cgroup2 mount, where runc creates container cgroups too, so
-// delete must look there as well.
-func v1Hierarchies() ([]string, error) {
+// cgroupTree is how this host mounts cgroups, which decides where the cluster's tree
+// (/cnb-<name>/ctl, /cnb-<name>/nodeN/system, and the kubelets' pods below each node) lives.
+type cgroupTree struct {
+	// mode is the host's layout: unified (cgroup v2 only), hybrid (v1 controllers plus an
+	// empty cgroup2 at unified/) or legacy (v1 only).
+	mode cgroups.CGMode
+	// dirs are the mount points the cluster creates its tree in: on a unified host the one
+	// cgroup2 mount; otherwise every v1 hierarchy, which the kubelet's cgroupfs driver joins,
+	// and the hybrid layout's cgroup2 mount, where runc creates container cgroups too.
+	dirs []string
+	// unified is the cgroup2 mount point when it holds the controllers (unified mode), "" otherwise.
+	unified string
+}
+
+// String names the layout the way the requirements in README do.
+func (t cgroupTree) String() string {
+	switch t.mode {
+	case cgroups.Unified:
+		return "cgroup v2 (unified)"
+	case cgroups.Hybrid:
+		return "cgroup v1 + v2 (hybrid)"
+	case cgroups.Legacy:
+		return "cgroup v1 (legacy)"
+	}
+	return "no cgroups"
+}
+
+// detectCgroups reads the host's cgroup layout: the mode from the file system type of
+// /sys/fs/cgroup, the hierarchies from the mount table.
+func detectCgroups() (cgroupTree, error) {
+	t := cgroupTree{mode: cgroups.Mode()}
+	switch t.mode {
+	case cgroups.Unified:
+		t.dirs, t.unified = []string{cgroupMount}, cgroupMount
+		return t, nil
+	case cgroups.Unavailable:
+		return t, errors.New("cgroups: nothing is mounted at /sys/fs/cgroup; the local cluster needs cgroup v2 (or v1) mounted there")
+	}
+	dirs, err := mountedHierarchies()
+	if err != nil {
+		return t, err
+	}
+	if len(dirs) == 0 {
+		return t, errors.New("cgroups: no hierarchy is mounted below /sys/fs/cgroup")
+	}
+	t.dirs = dirs
+	return t, nil
+}
+
+// mountedHierarchies lists the cgroup and cgroup2 mounts directly below /sys/fs/cgroup.
+func mountedHierarchies() ([]string, error) {
 	f, err := os.Open("/proc/self/mountinfo")
 	if err != nil {
 		return nil, fmt.Errorf("read mountinfo: %w", err)
 	}
 	defer f.Close()
 	var dirs []string
-	v1 := false
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -33,17 +81,12 @@ func v1Hierarchies() ([]string, error) {
 		if sep < 0 || sep+1 >= len(fields) || (fields[sep+1] != "cgroup" && fields[sep+1] != "cgroup2") {
 			continue
 		}
-		mp := fields[4]
-		if filepath.Dir(mp) == cgroupMount {
-			dirs = append(dirs, filepath.Base(mp))
-			v1 = v1 || fields[sep+1] == "cgroup"
+		if mp := fields[4]; filepath.Dir(mp) == cgroupMount {
+			dirs = append(dirs, mp)
 		}
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read mountinfo: %w", err)
-	}
-	if !v1 {
-		return nil, errors.New("no cgroup v1 hierarchy is mounted under /sys/fs/cgroup: this host needs cgroup v1 (hybrid) for the local cluster")
 	}
 	sort.Strings(dirs)
 	return dirs, nil
@@ -58,11 +101,13 @@ func indexOf(xs []string, x string) int {
 	return -1
 }
 
-// ensureCgroup creates path (e.g. /cnb-a/node1) in every hierarchy. cpuset directories start with
-// empty cpus/mems, which would refuse every task, so they inherit their parent's.
-func ensureCgroup(hierarchies []string, path string) error {
-	for _, h := range hierarchies {
-		base := filepath.Join(cgroupMount, h)
+// ensure creates path (e.g. /cnb-a/node1/system) in every hierarchy. v1 cpuset directories start
+// with empty cpus/mems, which would refuse every task, so they inherit their parent's. On a
+// unified host the controllers must be enabled in every ancestor's subtree_control for the
+// kubelet to find them in its cgroup root; the cluster never puts a process in an inner node of
+// its tree, which cgroup v2 would forbid.
+func (t cgroupTree) ensure(path string) error {
+	for _, base := range t.dirs {
 		cur := base
 		for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
 			parent := cur
@@ -70,7 +115,7 @@ func ensureCgroup(hierarchies []string, path string) error {
 			if err := os.Mkdir(cur, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("create cgroup %s: %w", cur, err)
 			}
-			if h == "cpuset" {
+			if filepath.Base(base) == "cpuset" {
 				for _, file := range []string{"cpuset.cpus", "cpuset.mems"} {
 					if err := inheritFile(parent, cur, file); err != nil {
 						return err
@@ -78,6 +123,43 @@ func ensureCgroup(hierarchies []string, path string) error {
 				}
 			}
 		}
+	}
+	if t.unified == "" {
+		return nil
+	}
+	return t.enableControllers(path)
+}
+
+// treeControllers are the controllers the cluster enables in its tree on a unified host: those
+// the kubelet checks for in its cgroup root (cpu, cpuset, memory, hugetlb and pids, each when
+// the kernel has it) and io, which runc configures for containers.
+var treeControllers = []string{"cpu", "cpuset", "memory", "hugetlb", "pids", "io"}
+
+// enableControllers turns on treeControllers in the subtree_control of every ancestor of path,
+// from the root down. Each controller is written on its own: the kernel refuses a whole write
+// for one controller it cannot enable, and only a failure of one the kubelet needs is an error.
+// (containerd/cgroups' ToggleControllers writes them together and keeps only the last error.)
+func (t cgroupTree) enableControllers(path string) error {
+	avail, err := os.ReadFile(filepath.Join(t.unified, "cgroup.controllers"))
+	if err != nil {
+		return fmt.Errorf("read the root cgroup's controllers: %w", err)
+	}
+	dir := t.unified
+	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
+		enabled, err := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
+		if err != nil {
+			return fmt.Errorf("read controllers of %s: %w", dir, err)
+		}
+		for _, c := range treeControllers {
+			if !slices.Contains(strings.Fields(string(avail)), c) || slices.Contains(strings.Fields(string(enabled)), c) {
+				continue
+			}
+			err := os.WriteFile(filepath.Join(dir, "cgroup.subtree_control"), []byte("+"+c), 0o644)
+			if err != nil && slices.Contains(neededControllers, c) {
+				return fmt.Errorf("enable the %s controller below %s: %w", c, dir, err)
+			}
+		}
+		dir = filepath.Join(dir, part)
 	}
 	return nil
 }
@@ -98,21 +180,36 @@ func inheritFile(parent, child, file string) error {
 }
 
 // procsFiles are the cgroup.procs files a process writes itself into to join path everywhere.
-func procsFiles(hierarchies []string, path string) []string {
-	files := make([]string, 0, len(hierarchies))
-	for _, h := range hierarchies {
-		files = append(files, filepath.Join(cgroupMount, h, path, "cgroup.procs"))
+func (t cgroupTree) procsFiles(path string) []string {
+	files := make([]string, 0, len(t.dirs))
+	for _, d := range t.dirs {
+		files = append(files, filepath.Join(d, path, "cgroup.procs"))
 	}
 	return files
 }
 
+// children lists the directories directly below path (in the first hierarchy, since the
+// cluster creates the same tree in all).
+func (t cgroupTree) children(path string) []string {
+	if len(t.dirs) == 0 {
+		return nil
+	}
+	entries, _ := os.ReadDir(filepath.Join(t.dirs[0], path))
+	var out []string
+	for _, e := range entries {
+		if e.IsDir() {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
 // pidsUnder lists every process in path or below it, in any hierarchy.
-func pidsUnder(hierarchies []string, path string) []int {
+func (t cgroupTree) pidsUnder(path string) []int {
 	seen := map[int]bool{}
-	for _, h := range hierarchies {
-		root := filepath.Join(cgroupMount, h, path)
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err != nil || !d.IsDir() {
+	for _, d := range t.dirs {
+		_ = filepath.WalkDir(filepath.Join(d, path), func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.IsDir() {
 				return nil
 			}
 			data, err := os.ReadFile(filepath.Join(p, "cgroup.procs"))
@@ -135,14 +232,13 @@ func pidsUnder(hierarchies []string, path string) []int {
 	return pids
 }
 
-// removeCgroupTree removes path and everything below it, deepest first, in every hierarchy.
-func removeCgroupTree(hierarchies []string, path string) error {
+// removeTree removes path and everything below it, deepest first, in every hierarchy.
+func (t cgroupTree) removeTree(path string) error {
 	var errs []error
-	for _, h := range hierarchies {
-		root := filepath.Join(cgroupMount, h, path)
+	for _, d := range t.dirs {
 		var dirs []string
-		_ = filepath.WalkDir(root, func(p string, d fs.DirEntry, err error) error {
-			if err == nil && d.IsDir() {
+		_ = filepath.WalkDir(filepath.Join(d, path), func(p string, e fs.DirEntry, err error) error {
+			if err == nil && e.IsDir() {
 				dirs = append(dirs, p)
 			}
 			return nil
@@ -154,4 +250,23 @@ func removeCgroupTree(hierarchies []string, path string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// clusterTrees lists the names of clusters that have a cgroup tree (/cnb-<name>) in any
+// hierarchy, so that a sweep finds a cluster whose state and namespaces are already gone.
+func (t cgroupTree) clusterTrees() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, d := range t.dirs {
+		entries, _ := os.ReadDir(d)
+		for _, e := range entries {
+			name, ok := strings.CutPrefix(e.Name(), "cnb-")
+			if ok && e.IsDir() && ValidateName(name) == nil && !seen[name] {
+				seen[name] = true
+				out = append(out, name)
+			}
+		}
+	}
+	sort.Strings(out)
+	return out
 }

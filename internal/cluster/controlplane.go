@@ -29,7 +29,7 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		return err
 	}
 	_, err = c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
-		c.bin("kube-apiserver"),
+		c.kube("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--advertise-address=" + p.ControlPlaneIP().String(),
 		"--bind-address=0.0.0.0", "--secure-port=6443",
@@ -78,12 +78,12 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--configure-cloud-routes=false",
 	)
 	_, err = c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
-		argv: append([]string{c.bin("kube-controller-manager")}, cmArgs...)})
+		argv: append([]string{c.kube("kube-controller-manager")}, cmArgs...)})
 	if err != nil {
 		return err
 	}
 	_, err = c.start(ctx, daemon{name: "kube-scheduler", netns: s.CtlNetns(), cgroup: cg,
-		argv: append([]string{c.bin("kube-scheduler")}, expand(common, "scheduler")...)})
+		argv: append([]string{c.kube("kube-scheduler")}, expand(common, "scheduler")...)})
 	return err
 }
 

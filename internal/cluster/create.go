@@ -24,9 +24,13 @@ type Options struct {
 	Nodes     int
 	Datapath  string
 	ProxyMode string
+	// KubernetesVersion is the release to run (binaries.KubernetesVersions); empty means
+	// binaries.DefaultKubernetesVersion.
+	KubernetesVersion string
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
-	// Wait bounds the wait for nodes Ready and CoreDNS available.
+	// Wait bounds the wait for nodes Ready and CoreDNS available; the earlier steps wait a
+	// share of it (the API server and an image import a third, containerd a sixth).
 	Wait time.Duration
 	// Out receives progress lines.
 	Out io.Writer
@@ -44,7 +48,8 @@ type creator struct {
 	cache  binaries.Cache
 	spec   Spec
 	dp     datapath.Datapath
-	hier   []string
+	k8s    binaries.Component
+	cg     cgroupTree
 	out    io.Writer
 	began  time.Time
 	client kubernetes.Interface
@@ -87,6 +92,12 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	if o.Cache.Dir == "" {
 		o.Cache = binaries.Cache{Dir: binaries.DefaultDir()}
 	}
+	if o.KubernetesVersion == "" {
+		o.KubernetesVersion = binaries.DefaultKubernetesVersion
+	}
+	if _, err := binaries.KubernetesComponent(o.KubernetesVersion); err != nil {
+		return nil, err
+	}
 	return dp, nil
 }
 
@@ -97,17 +108,19 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if err := checkDependencies(o.Cache, dp); err != nil {
+	cg, err := checkHost(o)
+	if err != nil {
 		return err
 	}
-	if err := checkInotify(o.Nodes); err != nil {
+	if err := ensureDependencies(ctx, o, dp); err != nil {
 		return err
 	}
-	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, out: o.Out, began: time.Now(), wait: o.Wait}
-	if c.hier, err = v1Hierarchies(); err != nil {
+	k8s, err := binaries.KubernetesComponent(o.KubernetesVersion)
+	if err != nil {
 		return err
 	}
-	if c.spec, err = reserve(o); err != nil {
+	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait}
+	if c.spec, err = reserve(o, cg.String()); err != nil {
 		return err
 	}
 	defer func() {
@@ -203,7 +216,7 @@ func (c *creator) killOwn(ctx context.Context) {
 
 // reserve allocates the name and address block under a lock and writes the spec, before any
 // host object exists, so that delete can always find what a create made.
-func reserve(o Options) (Spec, error) {
+func reserve(o Options, cgroups string) (Spec, error) {
 	unlock, err := o.Layout.lock()
 	if err != nil {
 		return Spec{}, err
@@ -238,6 +251,7 @@ func reserve(o Options) (Spec, error) {
 		return Spec{}, err
 	}
 	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
+		KubernetesVersion: o.KubernetesVersion, Cgroups: cgroups,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }
@@ -323,8 +337,15 @@ func (c *creator) poll(ctx context.Context, what string, timeout time.Duration, 
 	}
 }
 
+// stepTimeout bounds one step's wait as a share of --wait (1/3 of the default 3m is a minute):
+// a slow host, such as an emulated VM, lengthens every wait of the create with the one flag.
+func (c *creator) stepTimeout(share int) time.Duration { return c.wait / time.Duration(share) }
+
 // bin is the path of a cached binary.
 func (c *creator) bin(name string) string { return c.cache.Path(name) }
+
+// kube is the path of one of the cluster's Kubernetes release's binaries.
+func (c *creator) kube(name string) string { return c.cache.BinaryPath(c.k8s, name) }
 
 // hostBin is a binary from the host's packages (etcd, runc).
 func (c *creator) hostBin(name string) string {

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -44,9 +45,13 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 	if specErr != nil && !errors.Is(specErr, fs.ErrNotExist) {
 		return specErr
 	}
+	cg, err := detectCgroups()
+	if err != nil {
+		return err
+	}
 	haveSpec := specErr == nil
 	if !haveSpec {
-		if _, err := os.Stat(o.Layout.Dir(o.Name)); err != nil && len(namespacesOf(o.Name)) == 0 {
+		if _, err := os.Stat(o.Layout.Dir(o.Name)); err != nil && len(namespacesOf(o.Name)) == 0 && !slices.Contains(cg.clusterTrees(), o.Name) {
 			return fmt.Errorf("delete %s: %w", o.Name, ErrNotFound)
 		}
 		spec = Spec{Name: o.Name, Index: -1}
@@ -54,11 +59,7 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 		spec.Status = StatusDeleting
 		_ = o.Layout.writeSpec(spec)
 	}
-	hier, err := v1Hierarchies()
-	if err != nil {
-		return err
-	}
-	d := deleter{spec: spec, layout: o.Layout, hier: hier}
+	d := deleter{spec: spec, layout: o.Layout, cg: cg}
 	var errs []error
 	d.stopAll(ctx)
 	errs = append(errs, d.unmountAll())
@@ -80,7 +81,7 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 type deleter struct {
 	spec   Spec
 	layout Layout
-	hier   []string
+	cg     cgroupTree
 }
 
 // stopAll stops processes in the order their dependencies need: node agents first (so they do
@@ -107,18 +108,18 @@ func (d deleter) stopAll(ctx context.Context) {
 	stopPids(ctx, byPidFile("-kubelet", "-kube-proxy"), 10*time.Second)
 	var containers []int
 	for _, dir := range d.nodeCgroups() {
-		containers = append(containers, pidsUnder(d.hier, dir+"/kubepods")...)
+		containers = append(containers, d.cg.pidsUnder(dir+"/kubepods")...)
 	}
 	stopPids(ctx, containers, 0)
 	stopPids(ctx, byPidFile("-containerd"), 10*time.Second)
-	stopPids(ctx, pidsUnder(d.hier, root), 5*time.Second)
+	stopPids(ctx, d.cg.pidsUnder(root), 5*time.Second)
 	stopPids(ctx, byPidFile("kube-scheduler", "kube-controller-manager"), 5*time.Second)
 	stopPids(ctx, byPidFile("kube-apiserver"), 10*time.Second)
 	stopPids(ctx, byPidFile("etcd"), 10*time.Second)
 	// Empty must stay empty for a few checks: a daemon whose starter was killed mid-start may
 	// still be in its nsenter/sh prologue, about to join the cgroup.
 	for i, empty := 0, 0; i < 100 && empty < 3; i++ {
-		pids := pidsUnder(d.hier, root)
+		pids := d.cg.pidsUnder(root)
 		if len(pids) == 0 {
 			empty++
 			time.Sleep(100 * time.Millisecond)
@@ -131,11 +132,10 @@ func (d deleter) stopAll(ctx context.Context) {
 
 // nodeCgroups lists the cluster's per-node cgroup paths that exist.
 func (d deleter) nodeCgroups() []string {
-	entries, _ := os.ReadDir(filepath.Join(cgroupMount, "pids", d.spec.CgroupRoot()))
 	var out []string
-	for _, e := range entries {
-		if e.IsDir() && strings.HasPrefix(e.Name(), "node") {
-			out = append(out, d.spec.CgroupRoot()+"/"+e.Name())
+	for _, name := range d.cg.children(d.spec.CgroupRoot()) {
+		if strings.HasPrefix(name, "node") {
+			out = append(out, d.spec.CgroupRoot()+"/"+name)
 		}
 	}
 	return out
@@ -247,7 +247,7 @@ func (d deleter) removeNetwork(ctx context.Context) error {
 func (d deleter) removeCgroups(ctx context.Context) error {
 	var err error
 	for i := 0; i < 50; i++ {
-		if err = removeCgroupTree(d.hier, d.spec.CgroupRoot()); err == nil {
+		if err = d.cg.removeTree(d.spec.CgroupRoot()); err == nil {
 			return nil
 		}
 		select {
@@ -275,6 +275,15 @@ func DeleteAll(ctx context.Context, l Layout, out io.Writer) error {
 		if n := clusterOfNetns(e.Name()); strings.HasPrefix(e.Name(), "cnb-") && n != "" && !seen[n] {
 			seen[n] = true
 			names = append(names, n)
+		}
+	}
+	// A killed create or delete can leave only a cgroup tree behind.
+	if cg, err := detectCgroups(); err == nil {
+		for _, n := range cg.clusterTrees() {
+			if !seen[n] {
+				seen[n] = true
+				names = append(names, n)
+			}
 		}
 	}
 	var errs []error

@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"sort"
 	"strings"
 	"time"
 
@@ -21,45 +22,45 @@ func hostTools() map[string]string {
 	}
 }
 
-// checkDependencies fails with one message naming everything that is missing and how to get it.
-func checkDependencies(cache binaries.Cache, dp datapath.Datapath) error {
+// checkHostTools names every host program the cluster needs that is missing, with its package.
+func checkHostTools() error {
 	var missing []string
 	for tool, pkg := range hostTools() {
 		if _, err := exec.LookPath(tool); err != nil {
 			missing = append(missing, fmt.Sprintf("%s (Debian package %s)", tool, pkg))
 		}
 	}
-	if os.Geteuid() != 0 {
-		return fmt.Errorf("the local cluster needs root (namespaces, cgroups, mounts): run as root")
+	if len(missing) == 0 {
+		return nil
 	}
-	var problems []string
-	if len(missing) > 0 {
-		problems = append(problems, "missing programs: "+strings.Join(missing, ", "))
-	}
-	var base []binaries.Component
-	for _, name := range []string{binaries.CNIPlugins, binaries.CoreDNS, binaries.Containerd, binaries.Kubernetes} {
-		comp, err := binaries.Lookup(name)
-		if err != nil {
-			return err
-		}
-		base = append(base, comp)
-	}
-	// Only what this cluster runs: a bridge cluster does not need cilium built.
-	if err := cache.Check(base...); err != nil {
-		problems = append(problems, err.Error())
-	}
-	if _, err := os.Stat(cache.Path("cnb-pause")); err != nil {
-		problems = append(problems, "missing "+cache.Path("cnb-pause"))
+	sort.Strings(missing)
+	return fmt.Errorf("missing programs: %s; run scripts/setup.sh", strings.Join(missing, ", "))
+}
+
+// ensureDependencies builds, on first use, the binaries this cluster runs that the cache lacks:
+// the Kubernetes release, and the datapath's own (a bridge cluster never waits for Cilium). The
+// build prints the same progress lines as scripts/setup.sh.
+func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) error {
+	comps, err := binaries.Base(o.KubernetesVersion)
+	if err != nil {
+		return err
 	}
 	if wb, ok := dp.(datapath.WithBinaries); ok {
-		for _, b := range wb.Binaries() {
-			if _, err := os.Stat(cache.Path(b)); err != nil {
-				problems = append(problems, fmt.Sprintf("datapath %s needs %s, which is not built", dp.Name(), cache.Path(b)))
-			}
+		extra, err := binaries.Providing(wb.Binaries())
+		if err != nil {
+			return fmt.Errorf("datapath %s: %w", dp.Name(), err)
 		}
+		comps = append(comps, extra...)
 	}
-	if len(problems) > 0 {
-		return fmt.Errorf("dependencies of the local cluster are missing; run scripts/setup.sh:\n  %s", strings.Join(problems, "\n  "))
+	if _, err := os.Stat(o.Cache.Path(binaries.PauseBinary)); err != nil {
+		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
+	}
+	if missing := o.Cache.Missing(comps...); len(missing) > 0 {
+		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s): %s\n",
+			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), strings.Join(missing, ", "))
+		if err := o.Cache.Ensure(ctx, o.Out, comps...); err != nil {
+			return fmt.Errorf("build the cluster's binaries: %w", err)
+		}
 	}
 	return nil
 }

@@ -20,6 +20,8 @@ type Info struct {
 	Nodes      int           `json:"nodes"`
 	Datapath   string        `json:"datapath"`
 	ProxyMode  string        `json:"proxyMode"`
+	Kubernetes string        `json:"kubernetes"`
+	Cgroups    string        `json:"cgroups,omitempty"`
 	Subnet     string        `json:"subnet"`
 	Status     string        `json:"status"`
 	Age        time.Duration `json:"age"`
@@ -42,7 +44,7 @@ func List(ctx context.Context, l Layout) ([]Info, error) {
 		}
 		infos = append(infos, Info{
 			Name: n, Nodes: s.Nodes, Datapath: s.Datapath, ProxyMode: s.ProxyMode,
-			Subnet: s.Plan().Block().String(), Status: s.Status, Age: time.Since(s.Created),
+			Kubernetes: s.Kubernetes(), Cgroups: s.Cgroups, Subnet: s.Plan().Block().String(), Status: s.Status, Age: time.Since(s.Created),
 			Health: health(ctx, l, s), Kubeconfig: l.Kubeconfig(n),
 		})
 	}

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"golang.org/x/sys/unix"
@@ -63,7 +62,7 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), 30*time.Second, func() (bool, error) {
+	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), c.stepTimeout(6), func() (bool, error) {
 		return c.ctr(ctx, i, "version") == nil, r.exited()
 	})
 }
@@ -163,7 +162,7 @@ func (c *creator) writeCrunWrapper() (string, error) {
 // ctr runs a ctr command against node i's containerd.
 func (c *creator) ctr(ctx context.Context, i int, args ...string) error {
 	full := append([]string{"--address", c.containerdSocket(i), "--namespace", "k8s.io"}, args...)
-	return run(ctx, c.bin("ctr"), full...)
+	return runFor(ctx, c.stepTimeout(3), c.bin("ctr"), full...)
 }
 
 // importImages loads image archives into node i's runtime.
@@ -228,7 +227,7 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 	}
 	_, err = c.start(ctx, daemon{
 		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", c.bin("kubelet"), "--config=" + confPath,
+		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", c.kube("kubelet"), "--config=" + confPath,
 			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
 			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
 			"--node-ip=" + p.NodeIP(i).String(), "--v=1"},
@@ -262,7 +261,7 @@ func (c *creator) startKubeProxy(ctx context.Context, i int) error {
 	}
 	_, err = c.start(ctx, daemon{
 		name: node + "-kube-proxy", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{c.bin("kube-proxy"), "--config=" + confPath, "--v=1"},
+		argv: []string{c.kube("kube-proxy"), "--config=" + confPath, "--v=1"},
 	})
 	return err
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
@@ -116,7 +115,8 @@ func (c *creator) connect() error {
 	if err != nil {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
-	cfg.Timeout = 10 * time.Second
+	// 10 s at the default --wait; a slow host's API server gets longer.
+	cfg.Timeout = c.stepTimeout(18)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", c.spec.Name, err)
@@ -130,7 +130,7 @@ func (c *creator) waitAPIServer(ctx context.Context) error {
 	if err := c.connect(); err != nil {
 		return err
 	}
-	return c.poll(ctx, "the API server's /readyz", 60*time.Second, func() (bool, error) {
+	return c.poll(ctx, "the API server's /readyz", c.stepTimeout(3), func() (bool, error) {
 		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
@@ -140,6 +140,8 @@ func (c *creator) waitAPIServer(ctx context.Context) error {
 // until every node reports Ready.
 func (c *creator) waitNodesReady(ctx context.Context) error {
 	patched := map[string]bool{}
+	// A patch that fails is retried until the wait ends: a busy API server times requests out.
+	var patchErr error
 	err := c.poll(ctx, "all nodes Ready", c.wait, func() (bool, error) {
 		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -150,8 +152,8 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 			switch {
 			case patched[n.Name]:
 			case !c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR == "":
-				if err := c.patchPodCIDR(ctx, n.Name); err != nil {
-					return false, err
+				if patchErr = c.patchPodCIDR(ctx, n.Name); patchErr != nil {
+					return false, nil
 				}
 				patched[n.Name] = true
 			case c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR != "":
@@ -167,6 +169,9 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 		return ready == c.spec.Nodes, nil
 	})
 	if err != nil {
+		if patchErr != nil {
+			err = fmt.Errorf("%w (last error: %w)", err, patchErr)
+		}
 		return fmt.Errorf("%w; last lines of %s:\n%s", err, c.spec.NodeName(1)+"-kubelet.log",
 			tail(filepath.Join(c.layout.LogDir(c.spec.Name), c.spec.NodeName(1)+"-kubelet.log"), 15))
 	}

@@ -52,14 +52,14 @@ func (c *creator) start(ctx context.Context, d daemon) (*running, error) {
 		return nil, fmt.Errorf("start %s: open log: %w", d.name, err)
 	}
 	defer logf.Close()
-	if err := ensureCgroup(c.hier, d.cgroup); err != nil {
+	if err := c.cg.ensure(d.cgroup); err != nil {
 		return nil, fmt.Errorf("start %s: %w", d.name, err)
 	}
 	args := append([]string{"--net=/run/netns/" + d.netns, "--", "sh", "-c", joinAndExec, "cnb-" + d.name}, d.argv...)
 	cmd := exec.Command("nsenter", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), d.env...)
-	cmd.Env = append(cmd.Env, "CNB_CGROUP_PROCS="+strings.Join(procsFiles(c.hier, d.cgroup), " "))
+	cmd.Env = append(cmd.Env, "CNB_CGROUP_PROCS="+strings.Join(c.cg.procsFiles(d.cgroup), " "))
 	cmd.Dir = c.layout.Dir(c.spec.Name)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
@@ -176,7 +176,12 @@ func readPid(path string) int {
 
 // run executes a short command and returns its error with its output.
 func run(ctx context.Context, name string, args ...string) error {
-	ctx, cancel := context.WithTimeout(ctx, 60*time.Second)
+	return runFor(ctx, 60*time.Second, name, args...)
+}
+
+// runFor is run with a timeout of the caller's.
+func runFor(ctx context.Context, timeout time.Duration, name string, args ...string) error {
+	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	out, err := exec.CommandContext(ctx, name, args...).CombinedOutput()
 	if err != nil {

@@ -27,14 +27,19 @@ var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,9}[a-z0-9])?$`)
 // Spec is what a cluster was created with. It is written before any host object exists, so
 // that delete can always recompute every name and range, even after a killed create.
 type Spec struct {
-	Name      string    `json:"name"`
-	Index     int       `json:"index"`
-	Nodes     int       `json:"nodes"`
-	Datapath  string    `json:"datapath"`
-	ProxyMode string    `json:"proxyMode"`
-	Status    string    `json:"status"`
-	Created   time.Time `json:"created"`
-	Images    Images    `json:"images"`
+	Name      string `json:"name"`
+	Index     int    `json:"index"`
+	Nodes     int    `json:"nodes"`
+	Datapath  string `json:"datapath"`
+	ProxyMode string `json:"proxyMode"`
+	// KubernetesVersion is the release the cluster runs; empty in state written before
+	// releases were selectable, which ran v1.34.2.
+	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
+	// Cgroups is the host's cgroup layout the cluster was built on (see cgroupTree.String).
+	Cgroups string    `json:"cgroups,omitempty"`
+	Status  string    `json:"status"`
+	Created time.Time `json:"created"`
+	Images  Images    `json:"images"`
 }
 
 // Images are the local image references a cluster's nodes hold.
@@ -42,6 +47,14 @@ type Images struct {
 	Pause   string `json:"pause"`
 	CoreDNS string `json:"coredns"`
 	Tools   string `json:"tools"`
+}
+
+// Kubernetes is the release the cluster runs.
+func (s Spec) Kubernetes() string {
+	if s.KubernetesVersion == "" {
+		return "v1.34.2"
+	}
+	return s.KubernetesVersion
 }
 
 // Plan returns the cluster's address plan.
@@ -59,8 +72,9 @@ func (s Spec) NodeNetns(i int) string { return "cnb-" + s.Name + "-" + s.NodeNam
 // HostLink is the root namespace's veth into the underlay.
 func (s Spec) HostLink() string { return "cnb-" + s.Name }
 
-// CgroupRoot is the cluster's cgroup (under every v1 controller); every daemon and container of
-// the cluster lives below it, which is how delete finds stray processes.
+// CgroupRoot is the cluster's cgroup (in every hierarchy the host mounts: each v1 controller and
+// the cgroup2 tree); every daemon and container of the cluster lives below it, which is how
+// delete finds stray processes.
 func (s Spec) CgroupRoot() string { return "/cnb-" + s.Name }
 
 // ValidateName checks a cluster name.

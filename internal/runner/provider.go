@@ -58,15 +58,15 @@ func (p *localProvider) ensure(ctx context.Context) (provided, error) {
 	switch {
 	case err == nil && spec.Status != cluster.StatusReady:
 		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
-	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes):
-		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes; the suite asks for %s, %s, %d: delete it or name another cluster",
-			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, l.Datapath, l.ProxyMode, l.Nodes)
+	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes):
+		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s; the suite asks for %s, %s, %d, %s: delete it or name another cluster",
+			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes)
 	case err == nil:
 		r.progress("using local cluster %s", l.Cluster)
 	default:
-		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes)
+		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes)
 		err = cluster.Create(ctx, cluster.Options{
-			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, Wait: 3 * time.Minute,
+			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, KubernetesVersion: l.Kubernetes, Wait: 3 * time.Minute,
 			Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
 		})
 		if err != nil {
@@ -79,7 +79,7 @@ func (p *localProvider) ensure(ctx context.Context) (provided, error) {
 		}
 	}
 	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
-		"cluster": "cnibench local " + spec.Name}
+		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups}
 	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
 		if wf, ok := dp.(datapath.WithFingerprint); ok {
 			for k, v := range wf.Fingerprint() {

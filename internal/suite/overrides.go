@@ -11,6 +11,7 @@ import (
 type Overrides struct {
 	Kubeconfig, Context string        // a remote target replacing the suite's targets
 	Datapath, ProxyMode string        // local target settings
+	Kubernetes          string        // local target's Kubernetes release
 	Datapaths           []string      // one local cluster per datapath, measured side by side
 	LocalCluster        string        // local cluster name
 	Paths               []string      // replaces paths
@@ -51,6 +52,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			}
 			if o.ProxyMode != "" {
 				l.ProxyMode = o.ProxyMode
+			}
+			if o.Kubernetes != "" {
+				l.Kubernetes = o.Kubernetes
 			}
 			if o.LocalCluster != "" {
 				l.Cluster = o.LocalCluster

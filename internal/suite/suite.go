@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/engine"
 	"sigs.k8s.io/yaml"
 )
@@ -58,6 +59,8 @@ type Local struct {
 	Datapath  string `json:"datapath,omitempty"`
 	ProxyMode string `json:"proxyMode,omitempty"`
 	Nodes     int    `json:"nodes,omitempty"`
+	// Kubernetes is the release the cluster runs (default: the newest that cnibench builds).
+	Kubernetes string `json:"kubernetes,omitempty"`
 }
 
 // Workload is the YAML form of engine.Workload.
@@ -89,7 +92,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // matrix on the local cluster, sized to finish within ten minutes on a 2-core machine.
 func Default() Suite {
 	return Suite{
-		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2}}},
+		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: binaries.DefaultKubernetesVersion}}},
 		Paths:   []string{HostNetwork, SameNode, CrossNode},
 		Workloads: []Workload{
 			{Kind: engine.TCPStream, Streams: 1},
@@ -166,6 +169,9 @@ func (l *Local) fillDefaults() {
 	}
 	if l.Nodes == 0 {
 		l.Nodes = 2
+	}
+	if l.Kubernetes == "" {
+		l.Kubernetes = binaries.DefaultKubernetesVersion
 	}
 }
 

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 )
@@ -35,6 +36,9 @@ func (s Suite) Validate() error {
 		if t.Local != nil {
 			if _, err := datapath.Lookup(t.Local.Datapath); err != nil {
 				add("targets[%d].local.datapath: %v", i, err)
+			}
+			if _, err := binaries.KubernetesComponent(t.Local.Kubernetes); err != nil {
+				add("targets[%d].local.kubernetes: %q: expected one of %s", i, t.Local.Kubernetes, strings.Join(binaries.KubernetesVersions(), ", "))
 			}
 			if clusters[t.Local.Cluster] {
 				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Cluster)

@@ -224,7 +224,7 @@ func (w *workload) networkPolicy(t *testing.T) {
 
 // tryIperf runs a short iperf3 TCP test that may fail, bounded by a connect timeout.
 func (w *workload) tryIperf(client, target string) error {
-	kubectl := binaries.Default().Path("kubectl")
+	kubectl := binaries.Default().KubectlPath(binaries.DefaultKubernetesVersion)
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
 	// A dropped SYN is retried for long; timeout bounds the attempt inside the pod itself.

@@ -79,18 +79,26 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	})
 
-	// A second cluster alongside the first, with the other kube-proxy mode: clusters must get
-	// disjoint ranges and work at the same time (datapath comparisons run them side by side).
-	t.Run("second cluster at once, kube-proxy iptables", func(t *testing.T) {
+	t.Run("runs the default Kubernetes release", func(t *testing.T) {
+		assertRelease(t, newWorkload(ctx, t, lifecycleCluster), binaries.DefaultKubernetesVersion)
+	})
+
+	// A second cluster alongside the first, with the other kube-proxy mode and the oldest
+	// Kubernetes release: clusters must get disjoint ranges and work at the same time (datapath
+	// comparisons run them side by side), and older releases stay selectable.
+	oldest := binaries.KubernetesVersions()[len(binaries.KubernetesVersions())-1]
+	t.Run("second cluster at once, kube-proxy iptables, Kubernetes "+oldest, func(t *testing.T) {
 		const second = "cnbe2eb"
 		defer forceDelete(second)
-		if out, err := cli(ctx, "cluster", "create", "--name", second, "--proxy-mode", "iptables"); err != nil {
+		if out, err := cli(ctx, "cluster", "create", "--name", second, "--proxy-mode", "iptables", "--kubernetes-version", oldest); err != nil {
 			t.Fatalf("create: %v\n%s", err, out)
 		}
 		if a, b := spec.Plan().Block(), readSpec(t, second).Plan().Block(); a.String() == b.String() {
 			t.Fatalf("both clusters got %s", a)
 		}
-		newWorkload(ctx, t, second).run()
+		w := newWorkload(ctx, t, second)
+		assertRelease(t, w, oldest)
+		w.run()
 		if out, err := cli(ctx, "cluster", "delete", "--name", second); err != nil {
 			t.Fatalf("delete: %v\n%s", err, out)
 		}
@@ -125,8 +133,30 @@ func newWorkload(ctx context.Context, t *testing.T, name string) *workload {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: readSpec(t, name).Images.Tools,
-		kubeconfig: kubeconfig, cluster: name}
+	spec := readSpec(t, name)
+	return &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: spec.Images.Tools,
+		kubeconfig: kubeconfig, cluster: name, kubectl: binaries.Default().KubectlPath(spec.Kubernetes())}
+}
+
+// assertRelease checks that the API server and every kubelet run the given release.
+func assertRelease(t *testing.T, w *workload, version string) {
+	t.Helper()
+	v, err := w.cs.Discovery().ServerVersion()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v.GitVersion != version {
+		t.Errorf("API server %s, want %s", v.GitVersion, version)
+	}
+	nodes, err := w.cs.CoreV1().Nodes().List(w.ctx, metav1.ListOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, n := range nodes.Items {
+		if got := n.Status.NodeInfo.KubeletVersion; got != version {
+			t.Errorf("node %s: kubelet %s, want %s", n.Name, got, version)
+		}
+	}
 }
 
 // workload exercises a running cluster through its API server and the real kubectl.
@@ -138,6 +168,7 @@ type workload struct {
 	image      string
 	kubeconfig string
 	cluster    string
+	kubectl    string // of the cluster's Kubernetes release
 }
 
 func (w *workload) run() {
@@ -243,7 +274,7 @@ func (w *workload) waitRunning(name string) *corev1.Pod {
 // exec runs a command in a pod with the real kubectl.
 func (w *workload) exec(t *testing.T, pod string, args ...string) string {
 	t.Helper()
-	kubectl := binaries.Default().Path("kubectl")
+	kubectl := w.kubectl
 	full := append([]string{"--kubeconfig", w.kubeconfig, "-n", w.ns, "exec", pod, "--"}, args...)
 	ctx, cancel := context.WithTimeout(w.ctx, time.Minute)
 	defer cancel()

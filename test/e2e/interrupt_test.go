@@ -95,6 +95,7 @@ func TestCreateRefusesBadInput(t *testing.T) {
 		{args: []string{"--name", "Bad_Name"}, want: `--name "Bad_Name": expected 1-11 characters`},
 		{args: []string{"--subnet", "10.1.0.0/16"}, want: `--subnet "10.1.0.0/16": expected a /16 from 10.200.0.0/16`},
 		{args: []string{"--name", "cnbdeps"}, env: []string{"CNIBENCH_CACHE=" + t.TempDir()}, want: "run scripts/setup.sh"},
+		{args: []string{"--kubernetes-version", "v1.99.0"}, want: `--kubernetes-version "v1.99.0": expected one of v1.37.2`},
 	}
 	for _, c := range cases {
 		cmd := append([]string{"cluster", "create"}, c.args...)

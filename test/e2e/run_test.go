@@ -15,6 +15,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/pki"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -96,7 +97,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 			}
 		}
 		targets, err := db.Targets(ctx, doc.Run.ID)
-		if err != nil || len(targets) != 1 || targets[0].Fingerprint["kubernetes_version"] != "v1.34.2" || targets[0].Fingerprint["pod_mtu"] == "" {
+		if err != nil || len(targets) != 1 || targets[0].Fingerprint["kubernetes_version"] != binaries.DefaultKubernetesVersion || targets[0].Fingerprint["pod_mtu"] == "" {
 			t.Errorf("targets: %+v, %v", targets, err)
 		}
 	})
