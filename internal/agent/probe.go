@@ -36,7 +36,10 @@ func Probe(ctx context.Context, address string, timeout time.Duration) (ProbeRes
 	}
 	var ne net.Error
 	switch {
-	case errors.Is(err, syscall.ECONNREFUSED):
+	// A RST in answer to the SYN is ECONNREFUSED; one that arrives as the handshake completes
+	// (a Service whose rules change under the connection, on a slow host) is ECONNRESET: either
+	// way the path delivered and nothing accepted.
+	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
 		return ProbeResult{Outcome: ProbeRefused}, nil
 	case errors.As(err, &ne) && ne.Timeout():
 		return ProbeResult{Outcome: ProbeTimeout}, nil

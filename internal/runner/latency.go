@@ -40,8 +40,9 @@ func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
 }
 
 // setupLatencies records the pods' startup latencies and measures how long the datapath takes
-// to carry traffic through a new Service.
-func (r *run) setupLatencies(ctx context.Context, tg *target) error {
+// to carry traffic through a new Service and to a new pod. A setup figure that cannot be
+// measured is reported and left out: it must not cost the run its samples.
+func (r *run) setupLatencies(ctx context.Context, tg *target) {
 	for _, st := range tg.fixture.Startup {
 		tg.addSetup(setupPods, st.Pairs, podMetrics(st.Pods))
 	}
@@ -50,20 +51,20 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) error {
 		role = kube.RoleServerA
 	}
 	if !tg.fixture.Has(kube.RoleClient) || !tg.fixture.Has(role) {
-		return nil // no pod-network path: no Service to time
+		return // no pod-network path: no Service to time
 	}
-	ms, err := r.serviceLatency(ctx, tg, role)
-	if err != nil {
-		return fmt.Errorf("service programming latency: %w", err)
+	if ms, err := r.serviceLatency(ctx, tg, role); err != nil {
+		r.progress("target %s: warning: service programming latency not measured: %v", tg.name, err)
+	} else {
+		r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
+		tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
 	}
-	r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
-	tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
-	if ms, err = r.networkReadiness(ctx, tg, role); err != nil {
-		return fmt.Errorf("network readiness: %w", err)
+	if ms, err := r.networkReadiness(ctx, tg, role); err != nil {
+		r.progress("target %s: warning: network readiness not measured: %v", tg.name, err)
+	} else {
+		r.progress("target %s: a new pod's first connection succeeded %.0f ms after its container started probing", tg.name, ms)
+		tg.addSetup(setupNetwork, 1, map[string]float64{catalog.NetReady: ms})
 	}
-	r.progress("target %s: a new pod's first connection succeeded %.0f ms after its container started probing", tg.name, ms)
-	tg.addSetup(setupNetwork, 1, map[string]float64{catalog.NetReady: ms})
-	return nil
 }
 
 // networkReadiness starts a pod whose only container probes the first pair's server from the

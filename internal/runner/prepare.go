@@ -136,8 +136,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
 	}
-	if err := r.setupLatencies(ctx, tg); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	r.setupLatencies(ctx, tg)
+	if ctx.Err() != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, ctx.Err())
 	}
 	if policy {
 		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, sets[0]); err != nil {
