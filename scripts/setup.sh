@@ -1,14 +1,18 @@
 #!/usr/bin/env bash
 # Prepares a Debian 12 host (run as root) for cnibench: installs the Debian
 # packages the local cluster uses, builds cnibench and the pause binary, and
-# builds the third-party binaries (Kubernetes, containerd, CoreDNS, CNI
-# plugins) from the Go module proxy into the cache.
+# builds the third-party binaries the default run needs (Kubernetes,
+# containerd, CoreDNS, CNI plugins) from the Go module proxy into the cache.
+# Datapaths' binaries (flannel, Cilium) and other Kubernetes releases are
+# built on first use by `cnibench cluster create`, or now with
+# `bin/cnibench setup --all`.
 #
 # Idempotent: a second run skips apt when nothing is missing, and
 # `cnibench setup` rebuilds nothing whose cache stamp is current.
 #
 # Environment:
 #   CNIBENCH_CACHE  cache root (default /var/cache/cnibench)
+#   SETUP_ALL=1     build every component now (what the tests need)
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -31,12 +35,31 @@ die() {
 	exit 1
 }
 
-# ensure_go puts Go on PATH: the machine image installs it under
-# /usr/local/go, which a root login shell's PATH may lack.
+# ensure_go puts Go on PATH (the machine image installs it under
+# /usr/local/go, which a root login shell's PATH may lack) and checks that it
+# is at least the version go.mod asks for: with GOTOOLCHAIN=local an older Go
+# would fail later with a less direct message.
 ensure_go() {
-	command -v go >/dev/null 2>&1 && return
-	[[ -x /usr/local/go/bin/go ]] || die "go not found in PATH or /usr/local/go/bin"
-	export PATH="/usr/local/go/bin:$PATH"
+	if ! command -v go >/dev/null 2>&1; then
+		[[ -x /usr/local/go/bin/go ]] || die "go not found in PATH or /usr/local/go/bin; install Go $(go_wanted) or newer from go.dev/dl"
+		export PATH="/usr/local/go/bin:$PATH"
+	fi
+	local have want
+	have=$(go env GOVERSION | sed 's/^go//')
+	want=$(go_wanted)
+	if ! version_at_least "$have" "$want"; then
+		die "Go $have is too old: building cnibench needs Go $want or newer (go.mod)"
+	fi
+}
+
+# go_wanted prints the Go version go.mod requires.
+go_wanted() {
+	awk '$1 == "go" {print $2; exit}' "$ROOT/go.mod"
+}
+
+# version_at_least A B succeeds when dotted version A >= B.
+version_at_least() {
+	[[ "$(printf '%s\n%s\n' "$2" "$1" | sort -V | head -n1)" == "$2" ]]
 }
 
 # missing_packages prints the packages from PACKAGES that are not installed.
@@ -158,8 +181,14 @@ build_project() {
 }
 
 build_binaries() {
-	log "step 3/3: building third-party binaries into $CACHE (skips what is current)"
-	CNIBENCH_CACHE="$CACHE" "$ROOT/bin/cnibench" setup
+	local args=()
+	if [[ "${SETUP_ALL:-0}" == 1 ]]; then
+		args=(--all)
+		log "step 3/3: building every third-party binary into $CACHE (skips what is current)"
+	else
+		log "step 3/3: building the third-party binaries the default run needs into $CACHE (skips what is current)"
+	fi
+	CNIBENCH_CACHE="$CACHE" "$ROOT/bin/cnibench" setup "${args[@]}"
 }
 
 main() {

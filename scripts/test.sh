@@ -14,8 +14,8 @@ log() { printf '[%s] %s\n' "$(date '+%H:%M:%S')" "$*"; }
 
 [[ $(id -u) -eq 0 ]] || { echo "run as root: the tests build network namespaces and clusters" >&2; exit 1; }
 
-log "setup (installs packages and builds binaries only where missing)"
-bash scripts/setup.sh
+log "setup (installs packages and builds binaries only where missing; every datapath and release)"
+SETUP_ALL=1 bash scripts/setup.sh
 
 log "gofmt"
 unformatted=$(gofmt -l cmd internal test)
@@ -32,7 +32,7 @@ go vet -tags e2e ./test/...
 log "staticcheck $STATICCHECK_VERSION"
 GOBIN="$(go env GOPATH)/bin"
 if ! "$GOBIN/staticcheck" -version 2>/dev/null | grep -q "(${STATICCHECK_VERSION#v})"; then
-	GOFLAGS= go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
+	GOFLAGS='' go install "honnef.co/go/tools/cmd/staticcheck@$STATICCHECK_VERSION"
 fi
 "$GOBIN/staticcheck" ./...
 "$GOBIN/staticcheck" -tags e2e ./test/...
@@ -44,3 +44,8 @@ go test -p 1 -count=1 ./...
 
 log "end-to-end tests on real local clusters"
 go test -p 1 -count=1 -timeout 40m -tags e2e -v ./test/e2e/
+
+# The cgroup v2 host proof: this machine is hybrid, so a VM with cgroup_no_v1=all runs the local
+# cluster's lifecycle and a short run (software emulation: about 15 minutes).
+log "cgroup v2 host: the local cluster inside a QEMU VM (scripts/vm-cgroupv2.sh)"
+CNB_VM_TIMEOUT=2700 bash scripts/vm-cgroupv2.sh

@@ -1,0 +1,96 @@
+#!/bin/sh
+# The cgroup v2 test, run as root inside the VM that scripts/vm-cgroupv2.sh boots with
+# cgroup_no_v1=all: the local cluster's whole lifecycle on a pure cgroup v2 host. It creates a
+# two-node bridge cluster with the default Kubernetes release, checks that the cluster's
+# daemons and pods live in its cgroup2 tree, measures a short run (tcp-stream and tcp-rr,
+# same-node and cross-node), deletes the cluster and checks that nothing of it is left:
+# cgroups, namespaces, links, mounts, processes, nft tables. Then the same create, release
+# check and delete with the oldest selectable release. Any failure exits non-zero.
+# Guest code runs several times slower than native (software emulation): --wait is generous.
+set -eu
+
+step() { echo "[cnb-vm $(date +%T)] $*"; }
+fail() {
+	echo "[cnb-vm] FAIL: $*"
+	exit 1
+}
+elapsed() { echo $(($(date +%s) - $1)); }
+
+[ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || fail "/sys/fs/cgroup is not cgroup2: not a pure cgroup v2 host"
+grep -q ' - cgroup ' /proc/self/mountinfo && fail "a cgroup v1 hierarchy is mounted"
+step "kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+cnibench version 2>/dev/null || true
+
+t=$(date +%s)
+step "cluster create"
+cnibench cluster create --name vm --nodes 2 --wait 20m
+step "created in $(elapsed "$t") s"
+
+# The cluster's tree holds its daemons and the kubelets' pods, in the one hierarchy.
+[ -d /sys/fs/cgroup/cnb-vm/node1/kubepods ] || fail "no kubepods cgroup below /sys/fs/cgroup/cnb-vm/node1"
+for c in cpu memory pids; do
+	grep -qw "$c" /sys/fs/cgroup/cnb-vm/node1/cgroup.controllers || fail "controller $c not enabled for node1"
+done
+grep -q . /sys/fs/cgroup/cnb-vm/ctl/cgroup.procs || fail "no control-plane process in /cnb-vm/ctl"
+grep -q '"cgroups": *"cgroup v2 (unified)"' /var/lib/cnibench/clusters/vm/cluster.json ||
+	fail "the cluster's state does not record a unified cgroup host: $(cat /var/lib/cnibench/clusters/vm/cluster.json)"
+
+cat >/tmp/vm-suite.yaml <<'SUITE'
+paths: [same-node, cross-node]
+workloads:
+  - {kind: tcp-stream, streams: 1}
+  - {kind: tcp-rr, size: 64}
+repetitions: 2
+duration: 3s
+warmup: 1s
+SUITE
+t=$(date +%s)
+step "run"
+cnibench run --cluster vm --keep -f /tmp/vm-suite.yaml --store /tmp/vm-results.db
+step "run done in $(elapsed "$t") s"
+n=$(cnibench results list --store /tmp/vm-results.db | grep -c . || true)
+[ "$n" -ge 2 ] || fail "no run stored"
+
+t=$(date +%s)
+step "cluster delete"
+cnibench cluster delete --name vm
+step "deleted in $(elapsed "$t") s"
+
+# check_clean fails when anything of a cluster is left on the VM: its cgroup tree, namespaces,
+# links, mounts (the VM's own mounts of the cache and binaries are not the cluster's), nft
+# tables, processes, routes.
+check_clean() {
+	left=""
+	for d in /sys/fs/cgroup/cnb-*; do
+		if [ -e "$d" ]; then left="$left cgroup:$d"; fi
+	done
+	for ns in $(ip netns list 2>/dev/null | awk '{print $1}'); do
+		case "$ns" in cnb-*) left="$left netns:$ns" ;; esac
+	done
+	for l in $(ip -o link show | awk -F': ' '{print $2}'); do
+		case "$l" in cnb*) left="$left link:$l" ;; esac
+	done
+	m=$(awk '$5 ~ /^\/var\/lib\/cnibench|^\/run\/netns\/cnb-|^\/run\/cnibench/ {print $5}' /proc/self/mountinfo | tr '\n' ' ')
+	if [ -n "$m" ]; then left="$left mounts:$m"; fi
+	if nft list tables 2>/dev/null | grep -qi cnb; then left="$left nft:$(nft list tables | tr '\n' ' ')"; fi
+	if ip route show table all | grep -q '10\.2[0-5][0-9]\.'; then left="$left routes:$(ip route show table all | grep -c '10\.2[0-5][0-9]\.')"; fi
+	for p in /proc/[0-9]*; do
+		exe=$(readlink "$p/exe" 2>/dev/null || true)
+		case "$exe" in /var/cache/cnibench/* | */etcd | */runc | */crun) left="$left proc:${p#/proc/}:$exe" ;; esac
+	done
+	[ -z "$left" ] || fail "left behind after delete:$left"
+}
+check_clean
+
+t=$(date +%s)
+step "cluster create with Kubernetes v1.34.2"
+cnibench cluster create --name vmold --nodes 2 --kubernetes-version v1.34.2 --wait 20m
+step "created in $(elapsed "$t") s"
+k=/var/cache/cnibench/bin/kubernetes-v1.34.2/kubectl
+v=$($k --kubeconfig /var/lib/cnibench/clusters/vmold/kubeconfig get nodes -o jsonpath='{.items[*].status.nodeInfo.kubeletVersion}')
+[ "$v" = "v1.34.2 v1.34.2" ] || fail "kubelets of the v1.34.2 cluster report: $v"
+t=$(date +%s)
+cnibench cluster delete --name vmold
+step "deleted in $(elapsed "$t") s"
+check_clean
+step "PASS: create, run and delete on a pure cgroup v2 host (Kubernetes v1.37.2 and v1.34.2), nothing left"
