@@ -68,7 +68,7 @@ func (v kernelVersion) String() string { return fmt.Sprintf("%d.%d", v.major, v.
 func parseKernelRelease(rel string) (kernelVersion, error) {
 	parts := strings.SplitN(rel, ".", 3)
 	if len(parts) < 2 {
-		return kernelVersion{}, fmt.Errorf("kernel release %q: expected MAJOR.MINOR...", rel)
+		return kernelVersion{}, fmt.Errorf("kernel release %q: expected MAJOR.MINOR[.PATCH][-suffix]", rel)
 	}
 	minor := parts[1]
 	if i := strings.IndexFunc(minor, func(r rune) bool { return r < '0' || r > '9' }); i >= 0 {
@@ -77,7 +77,7 @@ func parseKernelRelease(rel string) (kernelVersion, error) {
 	maj, err1 := strconv.Atoi(parts[0])
 	mnr, err2 := strconv.Atoi(minor)
 	if err1 != nil || err2 != nil {
-		return kernelVersion{}, fmt.Errorf("kernel release %q: expected MAJOR.MINOR...", rel)
+		return kernelVersion{}, fmt.Errorf("kernel release %q: expected MAJOR.MINOR[.PATCH][-suffix]", rel)
 	}
 	return kernelVersion{maj, mnr}, nil
 }
