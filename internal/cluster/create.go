@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -346,6 +347,15 @@ func (c *creator) bin(name string) string { return c.cache.Path(name) }
 
 // kube is the path of one of the cluster's Kubernetes release's binaries.
 func (c *creator) kube(name string) string { return c.cache.BinaryPath(c.k8s, name) }
+
+// anyBin is the path of a cached binary, the cluster's Kubernetes release's included (flannel's
+// start script runs kubectl).
+func (c *creator) anyBin(name string) string {
+	if slices.Contains(c.k8s.Binaries, name) {
+		return c.kube(name)
+	}
+	return c.bin(name)
+}
 
 // hostBin is a binary from the host's packages (etcd, runc).
 func (c *creator) hostBin(name string) string {
