@@ -1,0 +1,35 @@
+package cluster
+
+import (
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+// TestBinaryPaths checks that a cluster finds its own Kubernetes release's binaries, for
+// itself and for the datapaths' scripts, and every other cached binary in the bin dir.
+func TestBinaryPaths(t *testing.T) {
+	k8s, err := binaries.KubernetesComponent("v1.34.2")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := &creator{cache: binaries.Cache{Dir: "/c"}, k8s: k8s, wait: 3 * time.Minute}
+	for name, want := range map[string]string{
+		"kubectl":  "/c/bin/kubernetes-v1.34.2/kubectl",
+		"kubelet":  "/c/bin/kubernetes-v1.34.2/kubelet",
+		"flanneld": "/c/bin/flanneld",
+		"ctr":      "/c/bin/ctr",
+	} {
+		if got := c.anyBin(name); got != filepath.Clean(want) {
+			t.Errorf("anyBin(%s) = %s, want %s", name, got, want)
+		}
+	}
+	if got := c.kube("kube-apiserver"); got != "/c/bin/kubernetes-v1.34.2/kube-apiserver" {
+		t.Errorf("kube(kube-apiserver) = %s", got)
+	}
+	if got := c.stepTimeout(3); got != time.Minute {
+		t.Errorf("stepTimeout(3) at --wait 3m = %s, want 1m", got)
+	}
+}
