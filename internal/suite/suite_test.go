@@ -40,6 +40,7 @@ func TestParseNamesTheBadField(t *testing.T) {
 		"targets: [{name: a, kubeconfig: k, local: {}}]":                  "targets[0]: expected either local or kubeconfig",
 		"targets: [{name: a}, {name: a}]":                                 `targets[1].name: "a" is used twice`,
 		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]": "workloads[1]: tcp-rr/64B is listed twice",
+		"targets: [{name: a, local: {kubernetes: v1.20.0}}]":              `targets[0].local.kubernetes: "v1.20.0": expected one of v1.37.2`,
 	}
 	for in, want := range cases {
 		_, err := Parse([]byte(in))
@@ -66,6 +67,13 @@ func TestResolveOverrides(t *testing.T) {
 	l, err := Resolve("", Overrides{Datapath: "bridge", ProxyMode: "iptables", LocalCluster: "lab"})
 	if err != nil || l.Targets[0].Local.ProxyMode != "iptables" || l.Targets[0].Local.Cluster != "lab" {
 		t.Errorf("local overrides: %+v, %v", l.Targets[0].Local, err)
+	}
+	if l.Targets[0].Local.Kubernetes != "v1.37.2" {
+		t.Errorf("default Kubernetes release = %q, want v1.37.2", l.Targets[0].Local.Kubernetes)
+	}
+	k, err := Resolve("", Overrides{Datapaths: []string{"bridge", "flannel-vxlan"}, Kubernetes: "v1.34.2"})
+	if err != nil || k.Targets[0].Local.Kubernetes != "v1.34.2" || k.Targets[1].Local.Kubernetes != "v1.34.2" {
+		t.Errorf("--kubernetes-version with --datapaths: %+v, %v", k.Targets, err)
 	}
 }
 
