@@ -50,7 +50,7 @@ func newClusterCreateCommand() *cobra.Command {
 	f.StringVar(&o.ProxyMode, "proxy-mode", "nftables", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", "))
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", binaries.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(binaries.KubernetesVersions(), ", ")+" (built on first use)")
 	f.StringVar(&o.Subnet, "subnet", "", "pin the cluster's /16 (10.200.0.0/16-10.254.0.0/16); default: the first free one")
-	f.DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for nodes Ready and CoreDNS available (the API server, containerd and image imports wait a share of it: raise it on slow hosts)")
+	f.DurationVar(&o.Wait, "wait", 3*time.Minute, "how long to wait for nodes Ready and CoreDNS available (the API server, containerd and image imports wait a share of it, at least their defaults: raise it on slow hosts)")
 	return cmd
 }
 

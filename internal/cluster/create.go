@@ -31,7 +31,8 @@ type Options struct {
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
 	// Wait bounds the wait for nodes Ready and CoreDNS available; the earlier steps wait a
-	// share of it (the API server and an image import a third, containerd a sixth).
+	// share of it (the API server and an image import a third, containerd a sixth), and never
+	// less than a minute (containerd half a minute).
 	Wait time.Duration
 	// Out receives progress lines.
 	Out io.Writer
@@ -338,9 +339,12 @@ func (c *creator) poll(ctx context.Context, what string, timeout time.Duration, 
 	}
 }
 
-// stepTimeout bounds one step's wait as a share of --wait (1/3 of the default 3m is a minute):
-// a slow host, such as an emulated VM, lengthens every wait of the create with the one flag.
-func (c *creator) stepTimeout(share int) time.Duration { return c.wait / time.Duration(share) }
+// stepTimeout bounds one step's wait: a share of --wait, and never less than the step's own
+// floor (what it needs on an ordinary host). A slow host, such as an emulated VM, lengthens
+// every wait of the create with the one flag; a short --wait bounds only the wait for nodes.
+func (c *creator) stepTimeout(share int, floor time.Duration) time.Duration {
+	return max(c.wait/time.Duration(share), floor)
+}
 
 // bin is the path of a cached binary.
 func (c *creator) bin(name string) string { return c.cache.Path(name) }

@@ -29,7 +29,11 @@ func TestBinaryPaths(t *testing.T) {
 	if got := c.kube("kube-apiserver"); got != "/c/bin/kubernetes-v1.34.2/kube-apiserver" {
 		t.Errorf("kube(kube-apiserver) = %s", got)
 	}
-	if got := c.stepTimeout(3); got != time.Minute {
+	if got := c.stepTimeout(3, 10*time.Second); got != time.Minute {
 		t.Errorf("stepTimeout(3) at --wait 3m = %s, want 1m", got)
+	}
+	c.wait = time.Second // a short --wait bounds the wait for nodes, not the steps before it
+	if got := c.stepTimeout(3, time.Minute); got != time.Minute {
+		t.Errorf("stepTimeout(3, 1m) at --wait 1s = %s, want the floor 1m", got)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"golang.org/x/sys/unix"
@@ -62,7 +63,7 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), c.stepTimeout(6), func() (bool, error) {
+	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), c.stepTimeout(6, 30*time.Second), func() (bool, error) {
 		return c.ctr(ctx, i, "version") == nil, r.exited()
 	})
 }
@@ -162,7 +163,7 @@ func (c *creator) writeCrunWrapper() (string, error) {
 // ctr runs a ctr command against node i's containerd.
 func (c *creator) ctr(ctx context.Context, i int, args ...string) error {
 	full := append([]string{"--address", c.containerdSocket(i), "--namespace", "k8s.io"}, args...)
-	return runFor(ctx, c.stepTimeout(3), c.bin("ctr"), full...)
+	return runFor(ctx, c.stepTimeout(3, time.Minute), c.bin("ctr"), full...)
 }
 
 // importImages loads image archives into node i's runtime.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
@@ -116,7 +117,7 @@ func (c *creator) connect() error {
 		return fmt.Errorf("load kubeconfig: %w", err)
 	}
 	// 10 s at the default --wait; a slow host's API server gets longer.
-	cfg.Timeout = c.stepTimeout(18)
+	cfg.Timeout = c.stepTimeout(18, 10*time.Second)
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return fmt.Errorf("client for %s: %w", c.spec.Name, err)
@@ -130,7 +131,7 @@ func (c *creator) waitAPIServer(ctx context.Context) error {
 	if err := c.connect(); err != nil {
 		return err
 	}
-	return c.poll(ctx, "the API server's /readyz", c.stepTimeout(3), func() (bool, error) {
+	return c.poll(ctx, "the API server's /readyz", c.stepTimeout(3, time.Minute), func() (bool, error) {
 		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
