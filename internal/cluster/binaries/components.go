@@ -4,6 +4,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -226,9 +227,9 @@ func Providing(binaries []string) ([]Component, error) {
 	for _, name := range binaries {
 		found := false
 		for _, c := range Components() {
-			if c.Subdir == "" && containsString(c.Binaries, name) {
+			if c.Subdir == "" && slices.Contains(c.Binaries, name) {
 				found = true
-				if !containsComponent(out, c.Name) {
+				if !slices.ContainsFunc(out, func(o Component) bool { return o.Name == c.Name }) {
 					out = append(out, c)
 				}
 				break
@@ -239,24 +240,6 @@ func Providing(binaries []string) ([]Component, error) {
 		}
 	}
 	return out, nil
-}
-
-func containsString(xs []string, x string) bool {
-	for _, v := range xs {
-		if v == x {
-			return true
-		}
-	}
-	return false
-}
-
-func containsComponent(cs []Component, name string) bool {
-	for _, c := range cs {
-		if c.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 // k8sLDFlags stamps the version into the binaries the same way the upstream
