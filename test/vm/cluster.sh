@@ -19,7 +19,6 @@ elapsed() { echo $(($(date +%s) - $1)); }
 [ "$(stat -fc %T /sys/fs/cgroup)" = cgroup2fs ] || fail "/sys/fs/cgroup is not cgroup2: not a pure cgroup v2 host"
 grep -q ' - cgroup ' /proc/self/mountinfo && fail "a cgroup v1 hierarchy is mounted"
 step "kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
-cnibench version 2>/dev/null || true
 
 t=$(date +%s)
 step "cluster create"
