@@ -21,6 +21,7 @@ PACKAGES=(
 	etcd-server runc crun iperf3 sockperf mmdebstrap nftables iptables
 	conntrack ethtool iproute2 util-linux procps socat ca-certificates
 	clang llvm ipset
+	conmon skopeo libseccomp-dev pkg-config
 	postgresql chromium python3-prometheus-client
 )
 # apt lists older than this are refreshed before installing anything.

@@ -60,6 +60,11 @@ const (
 	HostMemUsed    = "host_mem_used_mib"
 	PodMemory      = "pod_mem_mib"
 
+	// Compute workloads, run inside one pod (stress-ng, sysbench).
+	CPUOps      = "cpu_ops_per_s"
+	MemoryRead  = "memory_read_mbps"
+	MemoryWrite = "memory_write_mbps"
+
 	// Concurrency: how N pairs shared the path.
 	Fairness  = "fairness_jain"
 	StartSkew = "start_skew_ms"
@@ -81,6 +86,7 @@ const (
 	PodReadyP90    = "pod_ready_p90_ms"
 	PodReadyP99    = "pod_ready_p99_ms"
 	PodCount       = "pods"
+	PodWorkingSet  = "pod_working_set_mib"
 	NetReady       = "network_ready_ms"
 	ServiceReady   = "service_ready_ms"
 	PolicyEnforced = "netpol_enforced_ms"
@@ -100,6 +106,9 @@ func specs() []Spec {
 		{TransactionRate, "trans/s", "Request/response exchanges per second (summed over pairs).", true, true, Sum},
 		{ConnectionRate, "conn/s", "Connect, request/response, close cycles per second (summed over pairs).", true, true, Sum},
 		{Errors, "errors", "Failed connects, reads or writes of the in-house request/response client.", false, true, Sum},
+		{CPUOps, "ops/s", "stress-ng cpu stressor (matrixprod) bogo operations per wall-clock second, all threads (summed over pairs).", true, true, Sum},
+		{MemoryRead, "MB/s", "sysbench memory, sequential reads through a buffer beyond the cache: bytes read per wall-clock second, all threads (summed over pairs).", true, true, Sum},
+		{MemoryWrite, "MB/s", "sysbench memory, sequential writes: bytes written per wall-clock second, all threads (summed over pairs).", true, true, Sum},
 		{SenderCPU, "%", "CPU time (user+system) of the sending iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
 		{ReceiverCPU, "%", "CPU time (user+system) of the receiving iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
 
@@ -123,6 +132,7 @@ func specs() []Spec {
 		{PodReadyP90, "ms", "Pod creation to Ready, 90th percentile.", false, false, None},
 		{PodReadyP99, "ms", "Pod creation to Ready, 99th percentile.", false, true, None},
 		{PodCount, "pods", "Pods the figure is computed over.", true, false, None},
+		{PodWorkingSet, "MiB", "Memory working set of each of the run's pods, idle after startup, as its node's kubelet reports it from the pod's cgroup (a sandbox's own memory included), mean over the pods.", false, true, None},
 		{NetReady, "ms", "A new pod's first connection attempt, made as its container starts, to its first successful connection to a server pod.", false, true, None},
 		{ServiceReady, "ms", "A Service's endpoint Ready to the first successful connection through its ClusterIP.", false, true, None},
 		{PolicyEnforced, "ms", "A NetworkPolicy's create to the first probe it drops (50 ms resolution).", false, true, None},
@@ -159,7 +169,7 @@ func Concurrency() []string { return []string{Fairness, StartSkew} }
 // Setup lists the setup latencies in display order.
 func Setup() []string {
 	return []string{PodRunningP50, PodRunningP90, PodRunningP99, PodReadyP50, PodReadyP90, PodReadyP99, PodCount,
-		NetReady, ServiceReady, PolicyEnforced}
+		PodWorkingSet, NetReady, ServiceReady, PolicyEnforced}
 }
 
 // Headline reports whether a metric belongs in the terminal table, rankings and verdicts.
@@ -170,5 +180,5 @@ func Headline(name string) bool {
 
 // ProgressOrder is the order in which a progress line looks for a sample's one figure.
 func ProgressOrder() []string {
-	return []string{Throughput, ConnectionRate, LatencyP50, PodReadyP50, ServiceReady, PolicyEnforced}
+	return []string{Throughput, ConnectionRate, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
 }

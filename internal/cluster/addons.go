@@ -30,13 +30,15 @@ const corefile = `.:53 {
 }
 `
 
-// installAddons creates RuntimeClass crun and CoreDNS.
+// installAddons creates a RuntimeClass per runtime handler, and CoreDNS.
 func (c *creator) installAddons(ctx context.Context) error {
 	ns := metav1.NamespaceSystem
 	labels := map[string]string{"k8s-app": "kube-dns"}
-	rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: "crun"}, Handler: "crun"}
-	if _, err := c.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
-		return fmt.Errorf("create RuntimeClass crun: %w", err)
+	for _, h := range c.spec.Handlers() {
+		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: h}, Handler: h}
+		if _, err := c.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+			return fmt.Errorf("create RuntimeClass %s: %w", h, err)
+		}
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}}
 	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {

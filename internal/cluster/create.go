@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -28,6 +29,11 @@ type Options struct {
 	// KubernetesVersion is the release to run (binaries.KubernetesVersions); empty means
 	// binaries.DefaultKubernetesVersion.
 	KubernetesVersion string
+	// CRI is the nodes' container runtime interface (CRIs); empty means containerd.
+	CRI string
+	// Runtimes are the runtime handlers the nodes offer, each with a RuntimeClass of its name
+	// (RuntimeHandlers); empty means DefaultRuntimes. runc is always offered.
+	Runtimes []string
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
 	// Wait bounds the wait for nodes Ready and CoreDNS available; the earlier steps wait a
@@ -100,6 +106,17 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	if _, err := binaries.KubernetesComponent(o.KubernetesVersion); err != nil {
 		return nil, err
 	}
+	if o.CRI == "" {
+		o.CRI = CRIContainerd
+	}
+	if !slices.Contains(CRIs(), o.CRI) {
+		return nil, fmt.Errorf("--cri: %q: expected one of %s", o.CRI, strings.Join(CRIs(), ", "))
+	}
+	rts, err := normalizeRuntimes(o.CRI, o.Runtimes)
+	if err != nil {
+		return nil, err
+	}
+	o.Runtimes = rts
 	return dp, nil
 }
 
@@ -154,7 +171,7 @@ func (c *creator) build(ctx context.Context) error {
 		{"starting etcd and the control plane", c.startControlPlane},
 		{"starting nodes", c.startNodes},
 		{"waiting for nodes to be Ready", c.waitNodesReady},
-		{"installing CoreDNS and RuntimeClass crun", c.installAddons},
+		{"installing CoreDNS and a RuntimeClass per runtime handler", c.installAddons},
 		{"waiting for CoreDNS", c.waitCoreDNS},
 	}
 	for _, st := range steps {
@@ -253,7 +270,7 @@ func reserve(o Options, cgroups string) (Spec, error) {
 		return Spec{}, err
 	}
 	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
-		KubernetesVersion: o.KubernetesVersion, Cgroups: cgroups,
+		KubernetesVersion: o.KubernetesVersion, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }

@@ -52,12 +52,17 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		}
 		comps = append(comps, extra...)
 	}
+	rts, err := runtimeComponents(o.Runtimes)
+	if err != nil {
+		return fmt.Errorf("runtimes: %w", err)
+	}
+	comps = append(comps, rts...)
 	if _, err := os.Stat(o.Cache.Path(binaries.PauseBinary)); err != nil {
 		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
 	}
 	if missing := o.Cache.Missing(comps...); len(missing) > 0 {
-		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s): %s\n",
-			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), strings.Join(missing, ", "))
+		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s, runtimes %s): %s\n",
+			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), strings.Join(o.Runtimes, ","), strings.Join(missing, ", "))
 		if err := o.Cache.Ensure(ctx, o.Out, comps...); err != nil {
 			return fmt.Errorf("build the cluster's binaries: %w", err)
 		}

@@ -21,6 +21,25 @@ func (c *creator) containerdSocket(i int) string {
 	return filepath.Join(c.nodeDir(i), "containerd.sock")
 }
 
+// criSocket is node i's CRI endpoint, the kubelet's runtime.
+func (c *creator) criSocket(i int) string {
+	if c.spec.ContainerRuntime() == CRICrio {
+		return c.crioSocket(i)
+	}
+	return c.containerdSocket(i)
+}
+
+// startRuntime starts node i's CRI with the cluster's images in its storage.
+func (c *creator) startRuntime(ctx context.Context, i int) error {
+	if c.spec.ContainerRuntime() == CRICrio {
+		return c.startCRIO(ctx, i)
+	}
+	if err := c.startContainerd(ctx, i); err != nil {
+		return err
+	}
+	return c.importImages(ctx, i, c.archives...)
+}
+
 // dpNode describes node i to the datapath.
 func (c *creator) dpNode(i int) datapath.Node {
 	p := c.spec.Plan()
@@ -39,11 +58,11 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err := os.MkdirAll(filepath.Join(dir, "cni", "net.d"), 0o755); err != nil {
 		return fmt.Errorf("node %d: %w", i, err)
 	}
-	crun, err := c.writeCrunWrapper()
+	runtimes, err := c.runtimeSections(i)
 	if err != nil {
 		return err
 	}
-	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, crun)
+	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, runtimes)
 	confPath := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("write containerd config of node %d: %w", i, err)
@@ -83,8 +102,9 @@ const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind 
 const kubeletMounts = `mount -t tmpfs -o mode=0755 cnb-kubelet /var/lib/kubelet && mount -t tmpfs -o mode=0755 cnb-logs /var/log/containers && exec "$@"`
 
 // containerdConfig renders a containerd 2.x config that keeps every path inside the node's
-// directory and disables the plugins that would write to host-wide locations.
-func containerdConfig(dir, socket, cniBin, pause, crun string) string {
+// directory and disables the plugins that would write to host-wide locations; runtimes is the
+// handlers' table entries (runtimeSections).
+func containerdConfig(dir, socket, cniBin, pause, runtimes string) string {
 	return fmt.Sprintf(`version = 3
 root = %[1]q
 state = %[2]q
@@ -112,37 +132,28 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri",
     use_internal_loopback = true
   [plugins."io.containerd.cri.v1.runtime".containerd]
     default_runtime_name = "runc"
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.runc.options]
-        BinaryName = "runc"
-        Root = %[7]q
-        SystemdCgroup = false
-    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.crun.options]
-        BinaryName = %[8]q
-        Root = %[9]q
-        SystemdCgroup = false
-
+%[7]s
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
 `, filepath.Join(dir, "containerd", "root"), filepath.Join(dir, "containerd", "state"), socket,
-		cniBin, pause, filepath.Join(dir, "cni", "net.d"), filepath.Join(dir, "runc"), crun, filepath.Join(dir, "crun"))
+		cniBin, pause, filepath.Join(dir, "cni", "net.d"), runtimes)
 }
 
-// crunWrapper is the crun runtime handler. crun 1.8 (Debian 12) refuses this host's hybrid
-// cgroup layout, so it runs in a private mount namespace where the cgroup2 mount is detached;
-// and it accepts only OCI spec 1.0.x, while containerd 2.x writes a newer version, so create
-// pins the bundle's version (the cluster's pods use no field newer than 1.0).
-const crunWrapper = `#!/bin/sh
-prev=
+// findBundle sets $bundle from an OCI runtime's command line (create and run name it), for the
+// wrappers that adjust a bundle before the runtime reads it.
+const findBundle = `prev=
 for a in "$@"; do
 	case "$prev" in --bundle|-b) bundle=$a ;; esac
 	case "$a" in --bundle=*) bundle=${a#--bundle=} ;; esac
 	prev=$a
 done
-if [ -n "$bundle" ] && [ -f "$bundle/config.json" ]; then
+`
+
+// crunWrapper is the crun runtime handler. crun 1.8 (Debian 12) refuses this host's hybrid
+// cgroup layout, so it runs in a private mount namespace where the cgroup2 mount is detached;
+// and it accepts only OCI spec 1.0.x, while containerd 2.x writes a newer version, so create
+// pins the bundle's version (the cluster's pods use no field newer than 1.0).
+const crunWrapper = "#!/bin/sh\n" + findBundle + `if [ -n "$bundle" ] && [ -f "$bundle/config.json" ]; then
 	sed -i 's/"ociVersion":"[^"]*"/"ociVersion":"1.0.2"/' "$bundle/config.json" || exit 1
 fi
 exec unshare --mount --propagation private sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec crun "$@"' crun "$@"
@@ -198,7 +209,7 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		"cgroupRoot":               s.CgroupRoot() + "/" + node,
 		"failSwapOn":               false,
 		"failCgroupV1":             false,
-		"containerRuntimeEndpoint": "unix://" + c.containerdSocket(i),
+		"containerRuntimeEndpoint": "unix://" + c.criSocket(i),
 		"clusterDomain":            "cluster.local",
 		"clusterDNS":               []string{p.DNSServiceIP().String()},
 		// A resolv.conf with no nameserver: pods must never reach the host's resolver.

@@ -51,10 +51,7 @@ func (c *creator) startNodes(ctx context.Context) error {
 		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
 	}
 	err := parallel(c.spec.Nodes, func(i int) error {
-		if err := c.startContainerd(ctx, i); err != nil {
-			return err
-		}
-		if err := c.importImages(ctx, i, c.archives...); err != nil {
+		if err := c.startRuntime(ctx, i); err != nil {
 			return err
 		}
 		if err := c.startKubelet(ctx, i); err != nil {

@@ -36,10 +36,14 @@ type Spec struct {
 	// releases were selectable, which ran v1.34.2.
 	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
 	// Cgroups is the host's cgroup layout the cluster was built on (see cgroupTree.String).
-	Cgroups string    `json:"cgroups,omitempty"`
-	Status  string    `json:"status"`
-	Created time.Time `json:"created"`
-	Images  Images    `json:"images"`
+	Cgroups string `json:"cgroups,omitempty"`
+	// CRI is the nodes' container runtime interface (see ContainerRuntime).
+	CRI string `json:"cri,omitempty"`
+	// Runtimes are the OCI runtime handlers the nodes offer (see Handlers).
+	Runtimes []string  `json:"runtimes,omitempty"`
+	Status   string    `json:"status"`
+	Created  time.Time `json:"created"`
+	Images   Images    `json:"images"`
 }
 
 // Images are the local image references a cluster's nodes hold.

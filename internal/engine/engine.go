@@ -32,6 +32,10 @@ const (
 	// TCPCRR is connect/request/response/close, a new TCP connection per transaction
 	// (netperf TCP_CRR).
 	TCPCRR = "tcp-crr"
+	// CPU is compute inside one pod: stress-ng's cpu stressor, no network.
+	CPU = "cpu"
+	// Memory is memory bandwidth inside one pod: stress-ng's stream stressor, no network.
+	Memory = "memory"
 )
 
 // Workload limits, enforced by Workload.Validate.
@@ -66,6 +70,11 @@ type Workload struct {
 	// optional K, M, G or T suffix (powers of 1000, bits per second), e.g. "500M".
 	// Unlimited ("0") is not allowed. Empty for other kinds.
 	Rate string
+	// Threads is the cpu and memory workers in the pod: 0 starts one per online CPU.
+	Threads int
+	// Tool names the engine that measures the workload, where more than one can (tcp-rr:
+	// sockperf or cnibench); empty picks as For documents.
+	Tool string
 	// Duration is the measured time of one sample, in whole seconds (1 s to 24 h).
 	Duration time.Duration
 }
@@ -87,11 +96,31 @@ func (w Workload) Validate() error {
 
 // validateShape validates everything but Duration: the fields ID depends on.
 func (w Workload) validateShape() error {
+	if w.Tool != "" {
+		e, err := ByName(w.Tool)
+		if err != nil {
+			return fmt.Errorf("tool: %w", err)
+		}
+		t := w
+		t.Tool = ""
+		if err := t.validateShape(); err != nil {
+			return err
+		}
+		if !e.Supports(t) {
+			return fmt.Errorf("tool: %s does not measure %s", w.Tool, t.ID())
+		}
+		return nil
+	}
 	switch w.Kind {
 	case TCPStream, UDPStream, TCPRR, TCPCRR:
+	case CPU, Memory:
+		return w.validateCompute()
 	default:
-		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, got %q",
-			TCPStream, UDPStream, TCPRR, TCPCRR, w.Kind)
+		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, %s, %s, got %q",
+			TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, w.Kind)
+	}
+	if w.Threads != 0 {
+		return fmt.Errorf("threads: expected 0 for %s (only %s and %s have threads), got %d", w.Kind, CPU, Memory, w.Threads)
 	}
 	if w.Kind == TCPStream {
 		if w.Streams < 1 || w.Streams > MaxStreams {
@@ -139,7 +168,7 @@ func (w Workload) RateBitsPerSec() (int64, error) {
 }
 
 // ID returns a stable, human-readable identifier of the traffic, unique per distinct
-// Kind/Streams/MessageSize/Rate (equal values written differently, such as Rate "0.5G"
+// Kind/Streams/MessageSize/Rate/Threads/Tool (equal values written differently, such as Rate "0.5G"
 // and "500M", give the same ID). Duration is deliberately left out: it is how long a
 // sample lasts, not what traffic it carries, and is recorded separately. Forms:
 //
@@ -148,6 +177,9 @@ func (w Workload) RateBitsPerSec() (int64, error) {
 //	udp-stream/1300B@500M 1300-byte datagrams offered at 500 Mbit/s
 //	tcp-rr/1B             1-byte request and response
 //	tcp-crr/1K            1 KiB request and response, new connection each
+//	cpu/1                 one stress-ng cpu worker
+//	memory/all            a memory worker per online CPU, default buffer
+//	memory/1x16M          one memory worker streaming through 16 MiB
 //
 // Sizes are written in the largest of M (MiB), K (KiB) or B (bytes) that divides them
 // exactly; rates in the largest of G, M, K (powers of 1000) or plain bits per second.
@@ -155,6 +187,12 @@ func (w Workload) RateBitsPerSec() (int64, error) {
 func (w Workload) ID() string {
 	if err := w.validateShape(); err != nil {
 		return fmt.Sprintf("invalid:%s/%d/%d/%s", w.Kind, w.Streams, w.MessageSize, w.Rate)
+	}
+	if w.Tool != "" {
+		// An explicit tool is part of what was measured: "tcp-rr/64B+cnibench".
+		t := w
+		t.Tool = ""
+		return t.ID() + "+" + w.Tool
 	}
 	switch w.Kind {
 	case TCPStream:
@@ -165,6 +203,8 @@ func (w Workload) ID() string {
 	case UDPStream:
 		bps, _ := parseRate(w.Rate) // validated above
 		return fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
+	case CPU, Memory:
+		return w.computeID()
 	default:
 		return fmt.Sprintf("%s/%s", w.Kind, formatSize(w.MessageSize))
 	}
@@ -173,6 +213,17 @@ func (w Workload) ID() string {
 // ParseID parses an ID as produced by Workload.ID into a workload with a zero Duration
 // (set it before Validate). Streams is 1 for the single-flow kinds.
 func ParseID(id string) (Workload, error) {
+	if base, tool, ok := strings.Cut(id, "+"); ok {
+		w, err := ParseID(base)
+		if err != nil {
+			return Workload{}, err
+		}
+		w.Tool = tool
+		if err := w.validateShape(); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
+		}
+		return w, nil
+	}
 	kind, params, ok := strings.Cut(id, "/")
 	if !ok || params == "" {
 		return Workload{}, fmt.Errorf("workload id %q: expected KIND/PARAMS, e.g. %q", id, "tcp-stream/4")
@@ -202,6 +253,10 @@ func ParseID(id string) (Workload, error) {
 	case TCPRR, TCPCRR:
 		if w.MessageSize, err = parseSize(params); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
+		}
+	case CPU, Memory:
+		if w, err = parseComputeID(kind, params); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
 		}
 	}
 	if err := w.validateShape(); err != nil {
@@ -291,11 +346,12 @@ const (
 	NameIPerf3   = "iperf3"
 	NameSockperf = "sockperf"
 	NameCnibench = "cnibench"
+	NameStressNG = "stress-ng"
 )
 
-// Engines returns every engine, for listing: iperf3, sockperf, cnibench.
+// Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench.
 func Engines() []Engine {
-	return []Engine{iperf3{}, sockperf{}, cnibench{}}
+	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}}
 }
 
 // ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
@@ -306,8 +362,8 @@ func ByName(name string) (Engine, error) {
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("engine: expected one of %s, %s, %s, got %q",
-		NameIPerf3, NameSockperf, NameCnibench, name)
+	return nil, fmt.Errorf("expected one of %s, %s, %s, %s, %s, got %q",
+		NameIPerf3, NameSockperf, NameCnibench, NameStressNG, NameSysbench, name)
 }
 
 // For validates w and returns the engine that measures it: iperf3 for tcp-stream and
@@ -319,6 +375,9 @@ func For(w Workload) (Engine, error) {
 	if err := w.Validate(); err != nil {
 		return nil, fmt.Errorf("workload %s: %w", w.ID(), err)
 	}
+	if w.Tool != "" {
+		return ByName(w.Tool) // validated: it supports w
+	}
 	var candidates []Engine
 	switch w.Kind {
 	case TCPStream, UDPStream:
@@ -327,6 +386,10 @@ func For(w Workload) (Engine, error) {
 		candidates = []Engine{sockperf{}, cnibench{}}
 	case TCPCRR:
 		candidates = []Engine{cnibench{}}
+	case CPU:
+		candidates = []Engine{stressNG{}}
+	case Memory:
+		candidates = []Engine{sysbench{}}
 	}
 	for _, e := range candidates {
 		if e.Supports(w) {

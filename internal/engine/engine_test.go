@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 		w    Workload
 		want string
 	}{
-		{Workload{Kind: "tcp", Streams: 1, Duration: time.Second}, `kind: expected one of tcp-stream, udp-stream, tcp-rr, tcp-crr, got "tcp"`},
+		{Workload{Kind: "tcp", Streams: 1, Duration: time.Second}, `kind: expected one of tcp-stream, udp-stream, tcp-rr, tcp-crr, cpu, memory, got "tcp"`},
 		{Workload{Kind: TCPStream, Duration: time.Second}, "streams: expected 1-128, got 0"},
 		{Workload{Kind: TCPStream, Streams: 129, Duration: time.Second}, "streams: expected 1-128, got 129"},
 		{Workload{Kind: UDPStream, Streams: 2, MessageSize: 1300, Rate: "1M", Duration: time.Second}, "streams: expected 0 or 1 for udp-stream"},
@@ -136,6 +136,18 @@ func TestFor(t *testing.T) {
 	if _, err := For(Workload{Kind: TCPStream, Duration: d}); err == nil || !strings.Contains(err.Error(), "streams: expected 1-128, got 0") {
 		t.Errorf("For(invalid) error %v, want the streams validation error", err)
 	}
+	// An explicit tool overrides the choice, is part of the ID, and must support the workload.
+	rr := Workload{Kind: TCPRR, MessageSize: 64, Duration: d, Tool: NameCnibench}
+	if e, err := For(rr); err != nil || e.Name() != NameCnibench || rr.ID() != "tcp-rr/64B+cnibench" {
+		t.Errorf("For(%s) = %v, %v", rr.ID(), e, err)
+	}
+	if back, err := ParseID(rr.ID()); err != nil || back.Tool != NameCnibench || back.ID() != rr.ID() {
+		t.Errorf("ParseID(%s) = %+v, %v", rr.ID(), back, err)
+	}
+	rr.Tool = NameIPerf3
+	if err := rr.Validate(); err == nil || err.Error() != "tool: iperf3 does not measure tcp-rr/64B" {
+		t.Errorf("tcp-rr with iperf3: %v", err)
+	}
 }
 
 func TestSupportsMatrix(t *testing.T) {
@@ -146,14 +158,18 @@ func TestSupportsMatrix(t *testing.T) {
 		"tcp-rr/1":   {Kind: TCPRR, MessageSize: 1, Duration: d},
 		"tcp-rr/64":  {Kind: TCPRR, MessageSize: 64, Duration: d},
 		"tcp-crr":    {Kind: TCPCRR, MessageSize: 64, Duration: d},
+		"cpu":        {Kind: CPU, Threads: 1, Duration: d},
+		"memory":     {Kind: Memory, Duration: d},
 	}
 	want := map[string]map[string]bool{
 		NameIPerf3:   {"tcp-stream": true, "udp-stream": true},
 		NameSockperf: {"tcp-rr/64": true},
 		NameCnibench: {"tcp-rr/1": true, "tcp-rr/64": true, "tcp-crr": true},
+		NameStressNG: {"cpu": true},
+		NameSysbench: {"memory": true},
 	}
-	if n := len(Engines()); n != 3 {
-		t.Fatalf("Engines() has %d engines, want 3", n)
+	if n := len(Engines()); n != 5 {
+		t.Fatalf("Engines() has %d engines, want 5", n)
 	}
 	for _, e := range Engines() {
 		for name, w := range ws {

@@ -34,6 +34,10 @@ func MetricsFor(kind string) []string {
 		return append([]string{MetricTransactionRate}, latency...)
 	case TCPCRR:
 		return append([]string{MetricConnectionRate}, latency...)
+	case CPU:
+		return []string{catalog.CPUOps}
+	case Memory:
+		return []string{catalog.MemoryRead, catalog.MemoryWrite}
 	}
 	return nil
 }
@@ -47,6 +51,10 @@ func RateMetric(kind string) string {
 		return MetricTransactionRate
 	case TCPCRR:
 		return MetricConnectionRate
+	case CPU:
+		return catalog.CPUOps
+	case Memory:
+		return catalog.MemoryRead
 	}
 	return ""
 }

@@ -29,6 +29,7 @@ func daemonNames() map[string]bool {
 		"kubelet", "kube-proxy", "containerd", "containerd-shim-runc-v2",
 		"containerd-shim", "runc", "crun", "coredns", "iperf3", "sockperf",
 		"flanneld", "cilium-agent", "cilium-operator", "pause", "cnb-pause",
+		"runsc", "runsc-gofer", "runsc-sandbox", "containerd-shim-runsc-v1", "stress-ng",
 	} {
 		names[n] = true
 	}

@@ -135,3 +135,28 @@ func (c *Client) ExecIO(ctx context.Context, namespace, pod, container string, a
 	}
 	return nil
 }
+
+// CheckRuntimeClass fails with one error naming the cluster's RuntimeClasses when name is not
+// one of them; "" (the cluster's default handler) always passes.
+func (c *Client) CheckRuntimeClass(ctx context.Context, name string) error {
+	if name == "" {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	list, err := c.CS.NodeV1().RuntimeClasses().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return fmt.Errorf("list RuntimeClasses: %w", err)
+	}
+	var names []string
+	for _, rc := range list.Items {
+		if rc.Name == name {
+			return nil
+		}
+		names = append(names, rc.Name)
+	}
+	if len(names) == 0 {
+		return fmt.Errorf("runtime %s: the cluster has no RuntimeClass at all", name)
+	}
+	return fmt.Errorf("runtime %s: the cluster has no RuntimeClass of that name (it has %s)", name, strings.Join(names, ", "))
+}

@@ -27,6 +27,7 @@ const (
 	setupService = "service-programming"
 	setupNetwork = "network-readiness"
 	setupPolicy  = "netpol-enforcement"
+	setupMemory  = "pod-memory"
 )
 
 // probeInterval is the time between connection attempts that time a Service or a policy
@@ -46,6 +47,7 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) {
 	for _, st := range tg.fixture.Startup {
 		tg.addSetup(setupPods, st.Pairs, podMetrics(st.Pods))
 	}
+	r.podMemory(ctx, tg)
 	role := kube.RoleServerB
 	if !tg.fixture.Has(role) {
 		role = kube.RoleServerA
@@ -147,4 +149,36 @@ func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, u
 		return time.Time{}, fmt.Errorf("probe %s:%d until %s: exit %d: %s%s", ip, port, until, rep.ExitCode, rep.Stdout, rep.Stderr)
 	}
 	return time.Unix(0, res.FirstNS), nil
+}
+
+// podMemory records the mean memory working set of the run's pods, idle after startup, from
+// their nodes' kubelets: what each pod costs the node, its runtime's sandbox included.
+func (r *run) podMemory(ctx context.Context, tg *target) {
+	nodes, ours := map[string]bool{}, map[string]bool{}
+	for _, pods := range tg.fixture.Pods {
+		for _, p := range pods {
+			nodes[p.Spec.NodeName], ours[p.Name] = true, true
+		}
+	}
+	names := make([]string, 0, len(nodes))
+	for n := range nodes {
+		names = append(names, n)
+	}
+	mem, err := tg.client.PodMemory(ctx, tg.namespace, names)
+	var sum, n float64
+	for name, b := range mem {
+		if ours[name] {
+			sum, n = sum+b, n+1
+		}
+	}
+	if err == nil && n == 0 {
+		err = fmt.Errorf("the kubelets report none of the run's pods")
+	}
+	if err != nil {
+		r.progress("target %s: warning: pod memory not measured: %v", tg.name, err)
+		return
+	}
+	mib := sum / n / (1 << 20)
+	r.progress("target %s: %.0f pods use %.1f MiB each (working set, from the kubelets)", tg.name, n, mib)
+	tg.addSetup(setupMemory, tg.fixture.Spec.Pairs(), map[string]float64{catalog.PodWorkingSet: mib, catalog.PodCount: n})
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,7 +36,7 @@ type target struct {
 // servers derives one server container per distinct server command among the workloads
 // (the index of each workload's), and one set of them per pair, up to the suite's largest
 // concurrency: pair i's listen on ports of their own, which host-network pairs need.
-func servers(s suite.Suite) (map[string]int, [][]kube.Server, error) {
+func servers(s suite.Suite, portBase int) (map[string]int, [][]kube.Server, error) {
 	byWorkload := map[string]int{}
 	byCommand := map[string]int{}
 	type tmpl struct {
@@ -48,6 +50,9 @@ func servers(s suite.Suite) (map[string]int, [][]kube.Server, error) {
 		if err != nil {
 			return nil, nil, err
 		}
+		if eng.ServerArgv(ew, 0) == nil {
+			continue // runs in the client pod alone
+		}
 		key := eng.Name() + " " + strings.Join(eng.ServerArgv(ew, 0), " ")
 		j, ok := byCommand[key]
 		if !ok {
@@ -60,16 +65,19 @@ func servers(s suite.Suite) (map[string]int, [][]kube.Server, error) {
 	sets := make([][]kube.Server, s.MostPairs())
 	for i := range sets {
 		for j, t := range list {
-			port := serverPortBase + i*len(list) + j
+			port := portBase + i*len(list) + j
 			sets[i] = append(sets[i], kube.Server{Name: t.name, Argv: t.argv(port), Port: port})
 		}
 	}
 	return byWorkload, sets, nil
 }
 
-// roles lists the pods the suite's paths need.
-func roles(paths []string) []string {
+// roles lists the pods the suite's paths need; workloads inside one pod run in the client.
+func roles(paths []string, workloads []suite.Workload) []string {
 	need := map[string]bool{}
+	for _, w := range workloads {
+		need[kube.RoleClient] = need[kube.RoleClient] || engine.InPod(w.Kind)
+	}
 	for _, p := range paths {
 		switch p {
 		case suite.SameNode:
@@ -94,8 +102,16 @@ func roles(paths []string) []string {
 // prepare connects to (or creates) a target and deploys the run's pods into it.
 func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg := &target{name: t.Name, namespace: r.opts.Namespace, ownNamespace: r.opts.Namespace == ""}
-	if tg.ownNamespace {
+	variant, shared := r.variantOf(t)
+	switch {
+	case tg.ownNamespace && t.Runtime != "":
+		// A RuntimeClass name may hold dots, a namespace name may not, nor exceed 63 characters.
+		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + strings.ReplaceAll(t.Runtime, ".", "-")
+		tg.namespace = strings.TrimRight(tg.namespace[:min(len(tg.namespace), 63)], "-")
+	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
+	case shared > 1:
+		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtimes share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
 	}
 	// Registered before anything exists in the cluster, so a failure from here on still
 	// cleans up whatever the next steps created.
@@ -106,7 +122,8 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		return tg, err
 	}
 	tg.client = got.client
-	known, image := got.facts, got.image
+	// A copy: the targets of one cluster share its provider and add facts of their own.
+	known, image := maps.Clone(got.facts), got.image
 	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
 	if err := tg.client.Preflight(ctx, tg.namespace, policy); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
@@ -115,16 +132,24 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	byWorkload, sets, err := servers(r.opts.Suite)
+	runtimeClass := r.opts.RuntimeClass
+	if t.Runtime != "" {
+		runtimeClass = t.Runtime
+	}
+	if err := tg.client.CheckRuntimeClass(ctx, runtimeClass); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	// Host-network servers of the runtimes sharing a node must not share ports.
+	byWorkload, sets, err := servers(r.opts.Suite, serverPortBase+variant*portsPerVariant)
 	if err != nil {
 		return tg, err
 	}
 	tg.servers = byWorkload
-	rs := roles(r.opts.Suite.Paths)
+	rs := roles(r.opts.Suite.Paths, r.opts.Suite.Workloads)
 	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*len(sets), len(sets),
 		strings.Join(placementNodes(placement, len(sets)), ", "), tg.namespace)
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
-		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: r.opts.RuntimeClass,
+		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
@@ -145,22 +170,32 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 			return tg, fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)
 		}
 	}
+	if t.Local != nil {
+		for k, v := range localRuntimeFacts(ctx, runtimeClass, r.opts.Cache) {
+			known[k] = v
+		}
+	}
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
 	return tg, nil
 }
 
 // teardown removes what the run created in every target, with its own deadline: it also runs
-// after Ctrl-C, when the run's context is already cancelled.
+// after Ctrl-C, when the run's context is already cancelled. The run's objects go first, then
+// each cluster is released once, after every target on it is clean.
 func (r *run) teardown() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
 	defer cancel()
 	var errs []error
+	var released []provider
 	for _, tg := range r.targets {
 		if tg.provider == nil {
 			continue
 		}
-		// The run's objects go first, unless releasing the target takes them with it.
+		if !slices.Contains(released, tg.provider) {
+			released = append(released, tg.provider)
+		}
+		// Unless releasing the target takes them with it.
 		if tg.client != nil && !tg.provider.releasesObjects() {
 			began := time.Now()
 			err := tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace)
@@ -169,7 +204,9 @@ func (r *run) teardown() error {
 			}
 			errs = append(errs, err)
 		}
-		errs = append(errs, tg.provider.release(ctx))
+	}
+	for _, p := range released {
+		errs = append(errs, p.release(ctx))
 	}
 	return errors.Join(errs...)
 }

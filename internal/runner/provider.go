@@ -3,6 +3,8 @@ package runner
 import (
 	"context"
 	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -36,37 +38,75 @@ var (
 	_ provider = remoteProvider{}
 )
 
-// providerFor picks the provider of a suite target.
+// providerFor picks the provider of a suite target; the targets of one cluster (its runtimes)
+// share one.
 func (r *run) providerFor(t suite.Target) provider {
+	key := "remote " + t.Kubeconfig + " " + t.Context
 	if t.Local != nil {
-		return &localProvider{r: r, spec: *t.Local}
+		key = "local " + t.Local.Cluster
 	}
-	return remoteProvider{target: t, image: r.opts.Image}
+	if p, ok := r.providers[key]; ok {
+		return p
+	}
+	var p provider = remoteProvider{target: t, image: r.opts.Image}
+	if t.Local != nil {
+		p = &localProvider{r: r, spec: *t.Local, runtimes: r.runtimesOf(t.Local.Cluster)}
+	}
+	r.providers[key] = p
+	return p
+}
+
+// runtimesOf lists the runtimes the run's targets ask of a local cluster.
+func (r *run) runtimesOf(name string) []string {
+	var out []string
+	for _, t := range r.opts.Suite.Targets {
+		if t.Local != nil && t.Local.Cluster == name && t.Runtime != "" && !slices.Contains(out, t.Runtime) {
+			out = append(out, t.Runtime)
+		}
+	}
+	return out
 }
 
 // localProvider uses the named local cluster when it exists and matches, or creates it and
 // deletes it at the end unless the run keeps it.
 type localProvider struct {
-	r       *run
-	spec    suite.Local
-	created bool
+	r        *run
+	spec     suite.Local
+	runtimes []string // the handlers the run's pods name
+	created  bool
+	got      *provided // once ensured: the targets of the cluster's runtimes share it
 }
 
 func (p *localProvider) ensure(ctx context.Context) (provided, error) {
+	if p.got != nil {
+		return *p.got, nil
+	}
+	got, err := p.connect(ctx)
+	if err == nil {
+		p.got = &got
+	}
+	return got, err
+}
+
+func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	r, l := p.r, p.spec
 	spec, err := r.opts.Layout.ReadSpec(l.Cluster)
 	switch {
 	case err == nil && spec.Status != cluster.StatusReady:
 		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
-	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes):
-		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s; the suite asks for %s, %s, %d, %s: delete it or name another cluster",
-			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes)
+	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes || spec.ContainerRuntime() != l.CRI):
+		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s, CRI %s; the suite asks for %s, %s, %d, %s, %s: delete it or name another cluster",
+			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
+	case err == nil && !subset(p.runtimes, spec.Handlers()):
+		return provided{}, fmt.Errorf("local cluster %s offers runtimes %s; the suite asks for %s: delete it or name another cluster",
+			l.Cluster, strings.Join(spec.Handlers(), ", "), strings.Join(p.runtimes, ", "))
 	case err == nil:
 		r.progress("using local cluster %s", l.Cluster)
 	default:
-		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes)
+		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 		err = cluster.Create(ctx, cluster.Options{
 			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, KubernetesVersion: l.Kubernetes, Wait: 3 * time.Minute,
+			CRI: l.CRI, Runtimes: append(cluster.HandlersFor(l.CRI)[:1], p.runtimes...),
 			Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
 		})
 		if err != nil {
@@ -79,7 +119,7 @@ func (p *localProvider) ensure(ctx context.Context) (provided, error) {
 		}
 	}
 	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
-		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups}
+		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups, "cri": spec.ContainerRuntime()}
 	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
 		if wf, ok := dp.(datapath.WithFingerprint); ok {
 			for k, v := range wf.Fingerprint() {
@@ -93,6 +133,16 @@ func (p *localProvider) ensure(ctx context.Context) (provided, error) {
 	}
 	client, err := kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), "")
 	return provided{client: client, image: image, facts: facts}, err
+}
+
+// subset reports whether every element of a is in b.
+func subset(a, b []string) bool {
+	for _, x := range a {
+		if !slices.Contains(b, x) {
+			return false
+		}
+	}
+	return true
 }
 
 func (p *localProvider) releasesObjects() bool { return p.created && !p.r.opts.Keep }

@@ -53,6 +53,9 @@ type run struct {
 	id      string
 	began   time.Time
 	targets []*target
+	// providers are the run's clusters by provider key: the targets of one cluster's runtimes
+	// share its provider, which is released once.
+	providers map[string]provider
 }
 
 // maxConsecutiveFailures stops a run whose samples all fail, instead of burning its schedule.
@@ -69,8 +72,10 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		seed = rand.Int64N(1<<53) + 1
 	}
 	o.Suite.Seed = seed
-	r := &run{opts: o, id: store.NewRunID(), began: time.Now()}
+	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]provider{}}
 	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: "running", Suite: o.Suite.YAML(), Seed: seed, Version: o.Version}
+	// Measured with one target per runtime; stored as written, so a re-run expands it again.
+	r.opts.Suite = o.Suite.Expand()
 	if err := o.Store.CreateRun(ctx, res.Run); err != nil {
 		return res, fmt.Errorf("store run: %w", err)
 	}
@@ -102,7 +107,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
 	// Setup samples are numbered after the schedule's.
 	seq := len(steps)
-	for _, t := range o.Suite.Targets {
+	for _, t := range r.opts.Suite.Targets {
 		tg, err := r.prepare(ctx, t)
 		if err != nil {
 			return res, err

@@ -64,7 +64,8 @@ func TestScheduleInterleavesEveryRound(t *testing.T) {
 func TestServersShareOneContainerPerCommand(t *testing.T) {
 	s := suite.Default() // tcp-stream x2 and udp-stream share iperf3; tcp-rr is sockperf; tcp-crr the echo server
 	s.Pairs = []int{1, 3}
-	byWorkload, sets, err := servers(s)
+	s.Workloads = append(s.Workloads, suite.Workload{Kind: engine.CPU, Threads: 1}) // no server
+	byWorkload, sets, err := servers(s, serverPortBase+portsPerVariant)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,8 +76,8 @@ func TestServersShareOneContainerPerCommand(t *testing.T) {
 	ports := map[int]bool{}
 	for i, set := range sets {
 		for j, srv := range set {
-			if ports[srv.Port] {
-				t.Errorf("port %d used twice", srv.Port)
+			if ports[srv.Port] || srv.Port < serverPortBase+portsPerVariant {
+				t.Errorf("port %d used twice or below the given base", srv.Port)
 			}
 			ports[srv.Port] = true
 			if srv.Name != sets[0][j].Name || !slices.Contains(srv.Argv, strconv.Itoa(srv.Port)) {
@@ -100,9 +101,14 @@ func TestRolesFollowPaths(t *testing.T) {
 		suite.Localhost:    {kube.RoleLocal},
 	}
 	for path, want := range cases {
-		if got := roles([]string{path}); !reflect.DeepEqual(got, want) {
+		if got := roles([]string{path}, nil); !reflect.DeepEqual(got, want) {
 			t.Errorf("roles(%s) = %v, want %v", path, got, want)
 		}
+	}
+	// A workload inside one pod needs the client pod whatever the paths.
+	got := roles([]string{suite.HostNetwork}, []suite.Workload{{Kind: engine.Memory}})
+	if want := []string{kube.RoleClient, kube.RoleHostClient, kube.RoleHostServer}; !reflect.DeepEqual(got, want) {
+		t.Errorf("roles with a memory workload = %v, want %v", got, want)
 	}
 }
 

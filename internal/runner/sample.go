@@ -22,6 +22,12 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 	out := make([]pairEnd, 0, n)
 	for i := range n {
 		pod := func(role string) string { return f.Pod(role, i).Name }
+		if path == suite.InPod {
+			// No server and no path: the workload runs in the client container alone.
+			c := podContainer{pod(kube.RoleClient), kube.ClientContainer}
+			out = append(out, pairEnd{clientPod: c.pod, statPods: []podContainer{c}})
+			continue
+		}
 		ip := func(role string) string { return f.Pod(role, i).Status.PodIP }
 		srv := func(role string) kube.Server { return f.Spec.ServersOf(role, i)[server] }
 		client := podContainer{pod(kube.RoleClient), kube.ClientContainer}

@@ -16,6 +16,8 @@ type Overrides struct {
 	LocalCluster        string        // local cluster name
 	Paths               []string      // replaces paths
 	Pairs               []int         // replaces pairs
+	Runtimes            []string      // replaces runtimes
+	CRIs                []string      // one local cluster per CRI, measured side by side
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
 	Seed                int64
@@ -61,6 +63,12 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			}
 		}
 	}
+	if len(o.CRIs) > 0 {
+		var err error
+		if s.Targets, err = withCRIVariants(s.Targets, o.CRIs); err != nil {
+			return Suite{}, err
+		}
+	}
 	if len(o.NetworkPolicies) > 0 {
 		var err error
 		if s.Targets, err = withPolicyVariants(s.Targets, o.NetworkPolicies); err != nil {
@@ -72,6 +80,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	if len(o.Pairs) > 0 {
 		s.Pairs = o.Pairs
+	}
+	if len(o.Runtimes) > 0 {
+		s.Runtimes = o.Runtimes
 	}
 	if o.Repetitions != 0 {
 		s.Repetitions = o.Repetitions
@@ -95,7 +106,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 // flagNames adds the flag spelling to suite field names, since a user may have set them either way.
 func flagNames(err error) error {
 	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs"} {
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes"} {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}

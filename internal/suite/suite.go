@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/engine"
 	"sigs.k8s.io/yaml"
@@ -21,6 +22,9 @@ const (
 	HostNetwork  = "host-network"   // node to node, both ends in the host network: the cluster's baseline
 	PodToService = "pod-to-service" // pod to a ClusterIP Service whose endpoint is on the other node
 	Localhost    = "localhost"      // two containers of one pod over loopback: the host's ceiling
+	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
+	// suite lists, but the one their samples carry.
+	InPod = "in-pod"
 )
 
 // AllPaths lists every path in display order.
@@ -33,8 +37,11 @@ type Suite struct {
 	Workloads []Workload `json:"workloads"`
 	// Pairs lists the concurrency levels: how many client/server pairs run each workload at
 	// the same time. Default [1].
-	Pairs       []int `json:"pairs,omitempty"`
-	Repetitions int   `json:"repetitions"`
+	Pairs []int `json:"pairs,omitempty"`
+	// Runtimes lists the RuntimeClasses every target is measured under, side by side in one
+	// cluster (each pod names its RuntimeClass). Empty: the cluster's default handler.
+	Runtimes    []string `json:"runtimes,omitempty"`
+	Repetitions int      `json:"repetitions"`
 	// Duration of each measured sample, and of each warm-up sample (discarded).
 	Duration Duration `json:"duration"`
 	Warmup   Duration `json:"warmup"`
@@ -51,6 +58,10 @@ type Target struct {
 	Local      *Local `json:"local,omitempty"`
 	// NetworkPolicy is the policy variant the target is measured under; nil creates none.
 	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
+	// Runtimes lists the RuntimeClasses this target is measured under, replacing the suite's.
+	Runtimes []string `json:"runtimes,omitempty"`
+	// Runtime is the RuntimeClass of the target's pods, set by Expand from the runtimes.
+	Runtime string `json:"-"`
 }
 
 // Local describes an embedded local cluster target.
@@ -61,14 +72,18 @@ type Local struct {
 	Nodes     int    `json:"nodes,omitempty"`
 	// Kubernetes is the release the cluster runs (default: the newest that cnibench builds).
 	Kubernetes string `json:"kubernetes,omitempty"`
+	// CRI is the nodes' container runtime interface: containerd (default) or crio.
+	CRI string `json:"cri,omitempty"`
 }
 
 // Workload is the YAML form of engine.Workload.
 type Workload struct {
 	Kind    string `json:"kind"`
 	Streams int    `json:"streams,omitempty"`
-	Size    int    `json:"size,omitempty"` // message or datagram size in bytes
-	Rate    string `json:"rate,omitempty"` // udp-stream offered rate, iperf3 -b syntax
+	Size    int    `json:"size,omitempty"`    // message or datagram size in bytes
+	Rate    string `json:"rate,omitempty"`    // udp-stream offered rate, iperf3 -b syntax
+	Threads int    `json:"threads,omitempty"` // cpu and memory workers; 0: one per CPU
+	Tool    string `json:"tool,omitempty"`    // the engine, where several can measure the kind
 }
 
 // Duration is a time.Duration written as "5s" in YAML.
@@ -173,6 +188,9 @@ func (l *Local) fillDefaults() {
 	if l.Kubernetes == "" {
 		l.Kubernetes = binaries.DefaultKubernetesVersion
 	}
+	if l.CRI == "" {
+		l.CRI = cluster.CRIContainerd
+	}
 }
 
 // YAML renders the effective suite, stored with the run so it can be re-run exactly.
@@ -203,13 +221,49 @@ func (s Suite) Matrix() []Combo {
 	for _, t := range s.Targets {
 		for _, p := range s.Paths {
 			for _, w := range s.Workloads {
+				if engine.InPod(w.Kind) {
+					continue
+				}
 				for _, n := range pairs {
 					out = append(out, Combo{Target: t.Name, Path: p, Workload: w, Pairs: n})
 				}
 			}
 		}
+		// Workloads inside one pod take no path: one cell each, whatever the paths.
+		for _, w := range s.Workloads {
+			if engine.InPod(w.Kind) {
+				for _, n := range pairs {
+					out = append(out, Combo{Target: t.Name, Path: InPod, Workload: w, Pairs: n})
+				}
+			}
+		}
 	}
 	return out
+}
+
+// Expand returns the suite with one target per target and runtime: "local" measured under
+// runc and runsc becomes "local.runc" and "local.runsc", which share local's cluster. A
+// target's own runtimes replace the suite's. The runner measures the expanded suite; the run
+// stores the suite as written.
+func (s Suite) Expand() Suite {
+	var targets []Target
+	for _, t := range s.Targets {
+		rts := t.Runtimes
+		if len(rts) == 0 {
+			rts = s.Runtimes
+		}
+		if len(rts) == 0 {
+			targets = append(targets, t)
+			continue
+		}
+		for _, rt := range rts {
+			v := t
+			v.Name, v.Runtime, v.Runtimes = t.Name+"."+rt, rt, nil
+			targets = append(targets, v)
+		}
+	}
+	s.Targets, s.Runtimes = targets, nil
+	return s
 }
 
 // MaxPairs is the largest concurrency a suite may ask for; the local cluster's kubelets

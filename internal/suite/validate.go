@@ -3,9 +3,11 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
@@ -36,6 +38,9 @@ func (s Suite) Validate() error {
 		if t.Local != nil {
 			if _, err := datapath.Lookup(t.Local.Datapath); err != nil {
 				add("targets[%d].local.datapath: %v", i, err)
+			}
+			if !slices.Contains(cluster.CRIs(), t.Local.CRI) {
+				add("targets[%d].local.cri: %q: expected one of %s", i, t.Local.CRI, strings.Join(cluster.CRIs(), ", "))
 			}
 			if _, err := binaries.KubernetesComponent(t.Local.Kubernetes); err != nil {
 				add("targets[%d].local.kubernetes: %q: expected one of %s", i, t.Local.Kubernetes, strings.Join(binaries.KubernetesVersions(), ", "))
@@ -87,6 +92,7 @@ func (s Suite) Validate() error {
 		}
 		seen[n] = true
 	}
+	errs = append(errs, s.validateRuntimes()...)
 	if err := s.checkDensity(); err != nil {
 		errs = append(errs, err)
 	}
@@ -104,7 +110,7 @@ func (s Suite) Validate() error {
 
 // Engine converts a suite workload to the engine's form for a sample of duration d.
 func (w Workload) Engine(d time.Duration) engine.Workload {
-	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Duration: d}
+	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Threads: w.Threads, Tool: w.Tool, Duration: d}
 	if ew.Kind == engine.TCPStream && ew.Streams == 0 {
 		ew.Streams = 1
 	}
@@ -163,6 +169,11 @@ func (s Suite) checkDensity() error {
 		return nil
 	}
 	perPair := map[string]bool{}
+	for _, w := range s.Workloads {
+		if engine.InPod(w.Kind) {
+			perPair["client"] = true
+		}
+	}
 	for _, p := range s.Paths {
 		switch p {
 		case SameNode:
@@ -175,9 +186,13 @@ func (s Suite) checkDensity() error {
 			perPair["local"] = true
 		}
 	}
-	if pods := len(perPair) * s.MostPairs(); pods > LocalPodsPerNode {
-		return fmt.Errorf("pairs: %d pairs over paths %s put %d pods on a local node, which admits %d: expected fewer pairs or fewer paths",
-			s.MostPairs(), strings.Join(s.Paths, ", "), pods, LocalPodsPerNode)
+	variants := 1
+	for _, t := range s.Targets {
+		variants = max(variants, len(s.runtimesOf(t)))
+	}
+	if pods := len(perPair) * s.MostPairs() * variants; pods > LocalPodsPerNode {
+		return fmt.Errorf("pairs: %d pairs over paths %s and %d runtimes put %d pods on a local node, which admits %d: expected fewer pairs, paths or runtimes",
+			s.MostPairs(), strings.Join(s.Paths, ", "), variants, pods, LocalPodsPerNode)
 	}
 	return nil
 }

@@ -84,21 +84,7 @@ func ingressEnforcement(ctx context.Context, t *testing.T, clusterName, ip strin
 // variants were measured and say which variant they are.
 func checkPolicyResults(t *testing.T, output string) {
 	t.Helper()
-	start := strings.Index(output, "\n{") + 1 // progress lines start with "["
-	var doc struct {
-		Run     struct{ Status string }
-		Targets []struct {
-			Name        string
-			Fingerprint map[string]string
-		}
-		Rows []jsonRow
-	}
-	if start == 0 || json.NewDecoder(strings.NewReader(output[start:])).Decode(&doc) != nil {
-		t.Fatalf("no JSON summary in the output:\n%s", output)
-	}
-	if doc.Run.Status != "complete" || len(doc.Targets) != 2 {
-		t.Fatalf("status %q, %d targets", doc.Run.Status, len(doc.Targets))
-	}
+	doc := summaryOf(t, output, 2)
 	for _, tg := range doc.Targets {
 		variant := strings.TrimPrefix(tg.Name, "cilium-vxlan.")
 		if tg.Fingerprint["network_policy"] != variant {
@@ -134,4 +120,29 @@ func checkPolicyResults(t *testing.T, output string) {
 	if services != 2 {
 		t.Errorf("Service programming latency on %d of 2 targets", services)
 	}
+}
+
+// summaryDoc is the part of a run's JSON summary the tests read.
+type summaryDoc struct {
+	Run     struct{ Status string }
+	Targets []struct {
+		Name        string
+		Fingerprint map[string]string
+	}
+	Rows []jsonRow
+}
+
+// summaryOf finds a complete run's JSON summary with the given number of targets in the
+// combined output of `run -o json`.
+func summaryOf(t *testing.T, output string, targets int) summaryDoc {
+	t.Helper()
+	start := strings.Index(output, "\n{") + 1 // progress lines start with "["
+	var doc summaryDoc
+	if start == 0 || json.NewDecoder(strings.NewReader(output[start:])).Decode(&doc) != nil {
+		t.Fatalf("no JSON summary in the output:\n%s", output)
+	}
+	if doc.Run.Status != "complete" || len(doc.Targets) != targets {
+		t.Fatalf("status %q, %d targets, want complete with %d", doc.Run.Status, len(doc.Targets), targets)
+	}
+	return doc
 }

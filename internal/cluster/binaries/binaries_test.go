@@ -59,6 +59,9 @@ func TestComponentsTable(t *testing.T) {
 		Containerd: {"containerd", "containerd-shim-runc-v2", "ctr"},
 		Flannel:    {"flanneld", "flannel"},
 		Cilium:     {"cilium-agent", "cilium-cni", "cilium-dbg", "cilium-operator-generic", "cilium-bpf.tar.gz"},
+		CRIO:       {"crio", "pinns"},
+		GVisor:     {"runsc", "containerd-shim-runsc-v1"},
+		Youki:      {"youki"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -76,7 +79,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 20 + 6*len(KubernetesVersions()); len(seen) != want {
+	if want := 25 + 6*len(KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

@@ -200,6 +200,12 @@ func (c Cache) runRecipe(ctx context.Context, log io.Writer, comp Component, scr
 		return buildCilium(ctx, log, comp, scratch, out)
 	case flannelBuild:
 		return buildFlannel(ctx, log, comp, scratch, out)
+	case gvisorBuild:
+		return buildGVisor(ctx, log, comp, scratch, out)
+	case crioBuild:
+		return buildCRIO(ctx, log, comp, scratch, out)
+	case youkiBuild:
+		return c.buildYouki(ctx, log, comp, scratch, out)
 	}
 	return fmt.Errorf("unknown build kind %s", comp.kind)
 }

@@ -181,9 +181,13 @@ func Components() []Component {
 	for _, v := range KubernetesVersions() {
 		all = append(all, kubernetesComponent(v))
 	}
-	// Datapath components live in files of their own (flannel.go, cilium.go).
+	// Datapath and runtime components live in files of their own (flannel.go, cilium.go,
+	// crio.go, gvisor.go, youki.go).
 	all = append(all, flannelComponents()...)
-	return append(all, ciliumComponents()...)
+	all = append(all, ciliumComponents()...)
+	all = append(all, crioComponents()...)
+	all = append(all, gvisorComponents()...)
+	return append(all, youkiComponents()...)
 }
 
 // Lookup returns the component with the given name; for Kubernetes, the

@@ -72,21 +72,27 @@ func runGo(ctx context.Context, log io.Writer, dir string, env []string, stdout 
 	}
 	cmd.Stdout = stdout
 	cmd.Stderr = log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	cmd.Cancel = func() error {
-		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
-	}
-	cmd.WaitDelay = 10 * time.Second
-	start := time.Now()
-	err = cmd.Run()
-	fmt.Fprintf(log, "# exit after %s: %v\n", time.Since(start).Round(time.Millisecond), err)
-	if err != nil {
+	if err := runGroup(cmd, log); err != nil {
 		if ctx.Err() != nil {
 			return fmt.Errorf("go %s: %w", args[0], ctx.Err())
 		}
 		return fmt.Errorf("go %s: %w", strings.Join(args[:min(len(args), 2)], " "), err)
 	}
 	return nil
+}
+
+// runGroup runs a build command in its own process group, so that cancelling its context
+// also stops the compilers and linkers it started, and logs how it ended.
+func runGroup(cmd *exec.Cmd, log io.Writer) error {
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error {
+		return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	cmd.WaitDelay = 10 * time.Second
+	start := time.Now()
+	err := cmd.Run()
+	fmt.Fprintf(log, "# exit after %s: %v\n", time.Since(start).Round(time.Millisecond), err)
+	return err
 }
 
 // modInfo is the subset of `go mod download -json` output used here.

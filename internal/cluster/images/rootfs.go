@@ -45,6 +45,8 @@ func toolsRootfsSpec(ctx context.Context, mmdebstrap string) (rootfsSpec, error)
 		Variant: "essential",
 		Packages: []string{
 			"iperf3", "sockperf", "iproute2", "ethtool", "procps", "iputils-ping",
+			// The cpu and memory workloads.
+			"stress-ng", "sysbench",
 		},
 		DpkgOpts: []string{
 			"path-exclude=/usr/share/man/*",

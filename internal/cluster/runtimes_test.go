@@ -1,0 +1,84 @@
+package cluster
+
+import (
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+func TestNormalizeRuntimes(t *testing.T) {
+	for _, c := range []struct {
+		in   []string
+		want []string
+		err  string
+	}{
+		{nil, []string{"runc", "crun"}, ""},
+		{[]string{"runsc"}, []string{"runc", "runsc"}, ""},
+		{[]string{"runsc", "crun", "runc", "crun"}, []string{"runc", "crun", "runsc"}, ""},
+		{[]string{"kata"}, nil, `--runtimes: "kata": with CRI containerd, expected handlers from runc, crun, runsc, youki`},
+	} {
+		got, err := normalizeRuntimes(CRIContainerd, c.in)
+		if c.err != "" {
+			if err == nil || err.Error() != c.err {
+				t.Errorf("%v: error %v, want %q", c.in, err, c.err)
+			}
+			continue
+		}
+		if err != nil || !reflect.DeepEqual(got, c.want) {
+			t.Errorf("%v: got %v, %v; want %v", c.in, got, err, c.want)
+		}
+	}
+	if got, err := normalizeRuntimes(CRICrio, nil); err != nil || !reflect.DeepEqual(got, []string{"runc"}) {
+		t.Errorf("CRI-O's default handlers: %v, %v", got, err)
+	}
+	if _, err := normalizeRuntimes(CRICrio, []string{"crun"}); err == nil {
+		t.Error("crun under CRI-O: want an error")
+	}
+	if got := (Spec{}).Handlers(); !reflect.DeepEqual(got, DefaultRuntimes()) {
+		t.Errorf("state without runtimes offers %v, want the defaults", got)
+	}
+}
+
+// The runtime table names each handler once, with its state under the node's directory; runsc
+// gets a shim configuration naming the cached runsc and the platform.
+func TestRuntimeSections(t *testing.T) {
+	dir := t.TempDir()
+	c := &creator{layout: Layout{Root: dir}, cache: binaries.Cache{Dir: "/cache"},
+		spec: Spec{Name: "t", Runtimes: RuntimeHandlers()}}
+	if err := os.MkdirAll(c.nodeDir(1), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	out, err := c.runtimeSections(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, h := range RuntimeHandlers() {
+		if n := strings.Count(out, `containerd.runtimes.`+h+`]`); n != 1 {
+			t.Errorf("handler %s appears %d times:\n%s", h, n, out)
+		}
+	}
+	for _, want := range []string{
+		`Root = "` + filepath.Join(c.nodeDir(1), "runc") + `"`,
+		`BinaryName = "` + filepath.Join(c.layout.Dir("t"), "bin", "crun") + `"`,
+		`runtime_type = "io.containerd.runsc.v1"`,
+		`ConfigPath = "` + filepath.Join(c.nodeDir(1), "runsc.toml") + `"`,
+		`BinaryName = "/cache/bin/youki"`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("missing %s in:\n%s", want, out)
+		}
+	}
+	conf, err := os.ReadFile(filepath.Join(c.nodeDir(1), "runsc.toml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`binary_name = "/cache/bin/runsc"`, `root = "` + filepath.Join(c.nodeDir(1), "runsc") + `"`, `platform = "systrap"`} {
+		if !strings.Contains(string(conf), want) {
+			t.Errorf("runsc.toml lacks %s:\n%s", want, conf)
+		}
+	}
+}

@@ -1,0 +1,75 @@
+package runner
+
+import (
+	"context"
+	"os/exec"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// portsPerVariant separates the server ports of the runtimes sharing a cluster: host-network
+// servers of two runtimes on one node would otherwise collide. It covers the largest pairs
+// level times a handful of server kinds.
+const portsPerVariant = 1000
+
+// variantOf returns the target's index among the targets sharing its cluster, and how many
+// share it.
+func (r *run) variantOf(t suite.Target) (index, shared int) {
+	index = -1
+	for _, o := range r.opts.Suite.Targets {
+		if sameCluster(o, t) {
+			if o.Name == t.Name {
+				index = shared
+			}
+			shared++
+		}
+	}
+	return max(index, 0), shared
+}
+
+func sameCluster(a, b suite.Target) bool {
+	if a.Local != nil || b.Local != nil {
+		return a.Local != nil && b.Local != nil && a.Local.Cluster == b.Local.Cluster
+	}
+	return a.Kubeconfig == b.Kubeconfig && a.Context == b.Context
+}
+
+// localRuntimeFacts records what runs a local cluster's pods of a RuntimeClass: the OCI
+// runtime and its version as the binary reports it, and for gVisor its platform.
+func localRuntimeFacts(ctx context.Context, runtimeClass string, cache binaries.Cache) map[string]string {
+	handler := runtimeClass
+	if handler == "" {
+		handler = cluster.RuntimeRunc
+	}
+	facts := map[string]string{"oci_runtime": handler}
+	bin := handler
+	switch handler {
+	case cluster.RuntimeRunsc:
+		bin = cache.Path(binaries.RunscBinary)
+		facts["gvisor_platform"] = cluster.GVisorPlatform
+	case cluster.RuntimeYouki:
+		bin = cache.Path(binaries.YoukiBinary)
+	case cluster.RuntimeCrun:
+		facts["oci_runtime_note"] = "Debian crun in a private mount namespace without the cgroup2 mount (hybrid host)"
+	}
+	if v := firstLine(ctx, bin, "--version"); v != "" {
+		facts["oci_runtime_version"] = v
+	}
+	return facts
+}
+
+// firstLine runs a command and returns its first output line, or "" when it fails.
+func firstLine(ctx context.Context, name string, args ...string) string {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := exec.CommandContext(ctx, name, args...).Output()
+	if err != nil {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(string(out)), "\n")
+	return line
+}

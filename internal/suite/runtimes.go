@@ -1,0 +1,117 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/engine"
+	"k8s.io/apimachinery/pkg/util/validation"
+)
+
+// runtimesOf is the runtimes a target is measured under: its own, else the suite's.
+func (s Suite) runtimesOf(t Target) []string {
+	if len(t.Runtimes) > 0 {
+		return t.Runtimes
+	}
+	return s.Runtimes
+}
+
+// validateRuntimes checks the runtimes lists: RuntimeClass names, each once, and on a local
+// target only the handlers its CRI offers (a remote cluster's are checked when the run
+// connects, against its RuntimeClasses).
+func (s Suite) validateRuntimes() []error {
+	errs := checkRuntimeNames("runtimes", s.Runtimes)
+	gvisor := slices.ContainsFunc(s.Runtimes, isGVisor)
+	for i, t := range s.Targets {
+		field := fmt.Sprintf("targets[%d].runtimes", i)
+		errs = append(errs, checkRuntimeNames(field, t.Runtimes)...)
+		if len(t.Runtimes) == 0 {
+			field = "runtimes"
+		}
+		rts := s.runtimesOf(t)
+		gvisor = gvisor || slices.ContainsFunc(rts, isGVisor)
+		if t.Local == nil {
+			continue
+		}
+		offered := cluster.HandlersFor(t.Local.CRI)
+		for j, rt := range rts {
+			if !slices.Contains(offered, rt) {
+				errs = append(errs, fmt.Errorf("%s[%d]: %q: a local cluster with CRI %s offers %s", field, j, rt, t.Local.CRI, strings.Join(offered, ", ")))
+			}
+		}
+	}
+	if gvisor {
+		for i, w := range s.Workloads {
+			if e, err := engine.For(w.Engine(time.Second)); err == nil && e.Name() == engine.NameSockperf {
+				errs = append(errs, fmt.Errorf("workloads[%d].tool: sockperf's server fails under gVisor (it passes an address to sendto on a connected TCP socket, which gVisor refuses); expected tool: %s for a suite with runtime runsc", i, engine.NameCnibench))
+			}
+		}
+	}
+	return errs
+}
+
+// checkRuntimeNames checks one list: RuntimeClass names, each once.
+func checkRuntimeNames(field string, list []string) []error {
+	var errs []error
+	seen := map[string]bool{}
+	for i, rt := range list {
+		switch {
+		case len(validation.IsDNS1123Subdomain(rt)) > 0:
+			errs = append(errs, fmt.Errorf("%s[%d]: %q: expected a RuntimeClass name (lower-case letters, digits, '-', '.')", field, i, rt))
+		case seen[rt]:
+			errs = append(errs, fmt.Errorf("%s[%d]: %s is listed twice", field, i, rt))
+		}
+		seen[rt] = true
+	}
+	return errs
+}
+
+// isGVisor reports whether a RuntimeClass name is gVisor's, locally or as clusters commonly
+// name it.
+func isGVisor(name string) bool { return name == cluster.RuntimeRunsc || name == "gvisor" }
+
+// withCRIVariants replaces each local target by one target per CRI, each on a cluster of its
+// own; a remote cluster's CRI is its own, so it cannot be varied.
+func withCRIVariants(targets []Target, cris []string) ([]Target, error) {
+	for _, cri := range cris {
+		if !slices.Contains(cluster.CRIs(), cri) {
+			return nil, fmt.Errorf("--cri: %q: expected one of %s", cri, strings.Join(cluster.CRIs(), ", "))
+		}
+	}
+	var out []Target
+	for _, t := range targets {
+		if t.Local == nil {
+			return nil, fmt.Errorf("--cri: target %s is a remote cluster, whose CRI is its own", t.Name)
+		}
+		for _, cri := range cris {
+			v, l := t, *t.Local
+			l.CRI = cri
+			if len(cris) > 1 {
+				v.Name = t.Name + "." + cri
+				l.Cluster = criCluster(l.Cluster, cri)
+			}
+			v.Local = &l
+			out = append(out, v)
+		}
+	}
+	return out, nil
+}
+
+// criCluster names the local cluster of a CRI variant within the 11 characters a cluster name
+// may have.
+func criCluster(base, cri string) string {
+	if base == "" {
+		base = "default"
+	}
+	suffix := "-" + map[string]string{cluster.CRIContainerd: "ctd"}[cri]
+	if suffix == "-" {
+		suffix += cri
+	}
+	if n := 11 - len(suffix); len(base) > n {
+		base = strings.TrimRight(base[:n], "-")
+	}
+	return base + suffix
+}

@@ -1,0 +1,193 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/kube"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// The runtime test's clusters: containerd with every handler, and CRI-O.
+const (
+	runtimeCluster = "e2ert"
+	crioCluster    = "e2ecr"
+)
+
+// runtimeSuite measures every local handler side by side on a containerd cluster, and runc on a
+// CRI-O cluster, two pairs at the top level, with a network, a cpu and a memory workload.
+const runtimeSuite = `
+targets:
+  - {name: containerd, local: {cluster: ` + runtimeCluster + `}, runtimes: [runc, crun, runsc, youki]}
+  - {name: crio, local: {cluster: ` + crioCluster + `, cri: crio}, runtimes: [runc]}
+paths: [cross-node]
+pairs: [1, 2]
+workloads:
+  - {kind: tcp-rr, size: 64, tool: cnibench}
+  - {kind: cpu, threads: 1}
+  - {kind: memory, threads: 1}
+repetitions: 2
+duration: 5s
+warmup: 1s
+`
+
+// TestRunComparesRuntimes runs a suite over runc, crun, gVisor and youki under containerd, and
+// runc under CRI-O, on clusters the run creates. While it measures, each pod must be a
+// container of its own CRI and handler, found in that handler's state on the node (not just
+// named by a RuntimeClass); afterwards every runtime has its figures and its runtime in the
+// fingerprint, and the host is clean: gVisor's sandboxes and gofers, CRI-O's storage and
+// conmons, and their mounts included.
+func TestRunComparesRuntimes(t *testing.T) {
+	before := snapshot(t)
+	defer forceDelete(runtimeCluster)
+	defer forceDelete(crioCluster)
+	dir := t.TempDir()
+	suiteFile := filepath.Join(dir, "runtimes.yaml")
+	if err := os.WriteFile(suiteFile, []byte(runtimeSuite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	run := startCLI(t, "run", "-f", suiteFile, "--store", filepath.Join(dir, "results.db"), "-o", "json")
+	if !run.waitLine(t, "round 1/2", 12*time.Minute) {
+		t.Fatalf("run ended before its first round:\n%s", run.output())
+	}
+	t.Run("each pod runs under its handler", func(t *testing.T) { checkHandlers(t) })
+	if err := run.wait(t, 15*time.Minute); err != nil {
+		t.Fatalf("run: %v\n%s", err, run.output())
+	}
+	t.Logf("output:\n%s", run.output())
+	checkRuntimeResults(t, run.output())
+	assertClean(t, before)
+}
+
+// checkHandlers finds every client container of the run in the state directory of the handler
+// its RuntimeClass names, and in no other; a gVisor pod also sees gVisor's kernel. On the CRI-O
+// cluster the containers are CRI-O's, run by runc.
+func checkHandlers(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	seen := map[string]int{}
+	for _, name := range []string{runtimeCluster, crioCluster} {
+		c, err := kube.Connect(cluster.DefaultLayout().Kubeconfig(name), "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		pods, err := c.CS.CoreV1().Pods("").List(ctx, metav1.ListOptions{LabelSelector: kube.LabelRole + "=" + kube.RoleClient})
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, p := range pods.Items {
+			rc := ""
+			if p.Spec.RuntimeClassName != nil {
+				rc = *p.Spec.RuntimeClassName
+			}
+			seen[name+" "+rc]++
+			cri, id := containerID(t, p)
+			if want := map[string]string{runtimeCluster: "containerd", crioCluster: "cri-o"}[name]; cri != want {
+				t.Errorf("pod %s/%s on %s: container of %s, want %s", p.Namespace, p.Name, name, cri, want)
+			}
+			for _, h := range cluster.HandlersFor(map[string]string{runtimeCluster: cluster.CRIContainerd, crioCluster: cluster.CRICrio}[name]) {
+				if got := handlerLists(ctx, t, name, p.Spec.NodeName, h, id); got != (h == rc) {
+					t.Errorf("pod %s/%s (RuntimeClass %q): listed by %s: %v", p.Namespace, p.Name, rc, h, got)
+				}
+			}
+			out, err := c.Exec(ctx, p.Namespace, p.Name, kube.ClientContainer, []string{"cat", "/proc/version"})
+			if gvisor := strings.Contains(string(out), "gvisor"); err != nil || gvisor != (rc == cluster.RuntimeRunsc) {
+				t.Errorf("pod %s/%s (RuntimeClass %q): /proc/version %q, %v", p.Namespace, p.Name, rc, out, err)
+			}
+		}
+	}
+	for _, h := range append(cluster.RuntimeHandlers(), "crio") {
+		key := runtimeCluster + " " + h
+		if h == "crio" {
+			key = crioCluster + " " + cluster.RuntimeRunc
+		}
+		if seen[key] != 2 {
+			t.Errorf("%d client pods for %s, want 2 (two pairs): %v", seen[key], key, seen)
+		}
+	}
+}
+
+// containerID splits a pod's first container ID into its CRI and the runtime's ID.
+func containerID(t *testing.T, p corev1.Pod) (cri, id string) {
+	t.Helper()
+	if len(p.Status.ContainerStatuses) == 0 {
+		t.Fatalf("pod %s/%s has no container status", p.Namespace, p.Name)
+	}
+	cri, id, _ = strings.Cut(p.Status.ContainerStatuses[0].ContainerID, "://")
+	return cri, id
+}
+
+// handlerLists asks a handler's own state on a node whether it holds container id: the handler
+// lists its root (containerd's shims add the namespace to it; CRI-O's runc uses it as is).
+func handlerLists(ctx context.Context, t *testing.T, clusterName, node, handler, id string) bool {
+	t.Helper()
+	root := filepath.Join(cluster.DefaultLayout().Dir(clusterName), "nodes", node, handler)
+	if clusterName == runtimeCluster {
+		root = filepath.Join(root, "k8s.io")
+	}
+	bin := map[string]string{
+		cluster.RuntimeRunc: "runc", cluster.RuntimeCrun: "crun",
+		cluster.RuntimeRunsc: binaries.Default().Path(binaries.RunscBinary), cluster.RuntimeYouki: binaries.Default().Path(binaries.YoukiBinary),
+	}[handler]
+	out, _ := runCmd(ctx, bin, "--root", root, "list")
+	return strings.Contains(out, id)
+}
+
+// checkRuntimeResults reads the run's JSON summary: every runtime measured every workload at
+// both pair levels, with its OCI runtime in the fingerprint.
+func checkRuntimeResults(t *testing.T, output string) {
+	t.Helper()
+	doc := summaryOf(t, output, 5)
+	for _, tg := range doc.Targets {
+		cri, h, _ := strings.Cut(tg.Name, ".")
+		fp := tg.Fingerprint
+		if fp["cri"] != cri {
+			t.Errorf("target %s: fingerprint cri %q", tg.Name, fp["cri"])
+		}
+		if fp["runtime_handler"] != h || fp["oci_runtime"] != h || fp["oci_runtime_version"] == "" {
+			t.Errorf("target %s: fingerprint runtime %q, OCI runtime %q version %q", tg.Name, fp["runtime_handler"], fp["oci_runtime"], fp["oci_runtime_version"])
+		}
+		if (fp["gvisor_platform"] != "") != (h == cluster.RuntimeRunsc) {
+			t.Errorf("target %s: gvisor_platform %q", tg.Name, fp["gvisor_platform"])
+		}
+	}
+	measured := map[string]bool{}
+	for _, r := range doc.Rows {
+		switch r.Metric {
+		case "latency_p50_us", "cpu_ops_per_s", "memory_read_mbps", "memory_write_mbps", "pod_ready_p50_ms":
+			if r.Mean > 0 && r.Low >= 0 {
+				measured[fmt.Sprintf("%s %s %s x%d", r.Target, r.Metric, r.Workload, r.Pairs)] = true
+			}
+		}
+	}
+	// Five runtimes x (p50, cpu, memory read and write) x 2 pair levels, plus pod startup.
+	if len(measured) < 5*4*2 {
+		t.Errorf("%d figures measured, want every runtime's latency, cpu and memory at both pair levels: %v", len(measured), measured)
+	}
+	for _, tg := range doc.Targets {
+		if !measured[tg.Name+" pod_ready_p50_ms pod-startup x1"] {
+			t.Errorf("no pod startup figure for %s: %v", tg.Name, measured)
+		}
+	}
+	// The kubelets see each pod's whole cgroup: a gVisor pod carries its sandbox (the Sentry
+	// and the gofer), which a runc pod does not.
+	mem := map[string]float64{}
+	for _, r := range doc.Rows {
+		if r.Metric == "pod_working_set_mib" {
+			mem[r.Target] = r.Mean
+		}
+	}
+	if runc, runsc := mem["containerd.runc"], mem["containerd.runsc"]; runc <= 0 || runsc < runc+5 {
+		t.Errorf("pod working set: runc %.1f MiB, runsc %.1f MiB; want both, gVisor's at least 5 MiB more", runc, runsc)
+	}
+}
