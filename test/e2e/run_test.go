@@ -84,8 +84,8 @@ func TestRunOnLocalCluster(t *testing.T) {
 			t.Fatal(err)
 		}
 		// 5 paths x 5 workloads x (warm-up + 2 rounds), and the setup figures: the pods' startup,
-		// the Service's programming and a new pod's network readiness.
-		if want := 25*3 + 3; len(samples) != want {
+		// their memory, the Service's programming and a new pod's network readiness.
+		if want := 25*3 + 4; len(samples) != want {
 			t.Errorf("%d samples stored, want %d", len(samples), want)
 		}
 		for _, s := range samples {
