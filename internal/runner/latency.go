@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // SetupPath is the path of the samples that time how a target was set up: the pods, the
@@ -151,6 +152,9 @@ func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, u
 	return time.Unix(0, res.FirstNS), nil
 }
 
+// podStatsWait bounds the wait for the kubelets' first stats of the run's pods.
+const podStatsWait = time.Minute
+
 // podMemory records the mean memory working set of the run's pods, idle after startup, from
 // their nodes' kubelets: what each pod costs the node, its runtime's sandbox included.
 func (r *run) podMemory(ctx context.Context, tg *target) {
@@ -164,15 +168,24 @@ func (r *run) podMemory(ctx context.Context, tg *target) {
 	for n := range nodes {
 		names = append(names, n)
 	}
-	mem, err := tg.client.PodMemory(ctx, tg.namespace, names)
+	// A kubelet reports a new pod's memory only once its stats housekeeping (every 10-15 s)
+	// has seen it, as 0 before: wait until every pod has a figure.
 	var sum, n float64
-	for name, b := range mem {
-		if ours[name] {
-			sum, n = sum+b, n+1
+	err := wait.PollUntilContextTimeout(ctx, time.Second, podStatsWait, true, func(ctx context.Context) (bool, error) {
+		mem, err := tg.client.PodMemory(ctx, tg.namespace, names)
+		if err != nil {
+			return false, err
 		}
-	}
-	if err == nil && n == 0 {
-		err = fmt.Errorf("the kubelets report none of the run's pods")
+		sum, n = 0, 0
+		for name, b := range mem {
+			if ours[name] && b > 0 {
+				sum, n = sum+b, n+1
+			}
+		}
+		return int(n) == len(ours), nil
+	})
+	if err != nil && n > 0 {
+		err = fmt.Errorf("the kubelets report %.0f of the run's %d pods: %w", n, len(ours), err)
 	}
 	if err != nil {
 		r.progress("target %s: warning: pod memory not measured: %v", tg.name, err)
