@@ -164,7 +164,11 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("node %d: %w", i, err)
 		}
-		if err := os.WriteFile(path, []byte(content), 0o755); err != nil {
+		mode := os.FileMode(0o644)
+		if path == wrapper {
+			mode = 0o755
+		}
+		if err := os.WriteFile(path, []byte(content), mode); err != nil {
 			return fmt.Errorf("node %d: write %s: %w", i, filepath.Base(path), err)
 		}
 	}
@@ -194,16 +198,17 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 func (c *creator) crioEnv(i int) []string {
 	d := c.crioDir(i)
 	return []string{"CONTAINERS_STORAGE_CONF=" + filepath.Join(d, "storage.conf"),
-		"CONTAINERS_REGISTRIES_CONF=" + filepath.Join(d, "registries.conf"), "TMPDIR=" + filepath.Join(d, "tmp"),
-		// conmon and runc are looked up in PATH (the runc wrapper calls runc).
-		"PATH=" + os.Getenv("PATH")}
+		"CONTAINERS_REGISTRIES_CONF=" + filepath.Join(d, "registries.conf"), "TMPDIR=" + filepath.Join(d, "tmp")}
 }
 
 // importIntoCRIO copies the cluster's image archives into node i's CRI-O storage with skopeo,
 // before CRI-O holds the storage.
 func (c *creator) importIntoCRIO(ctx context.Context, i int) error {
 	d := c.crioDir(i)
+	// In the order buildImages lists the archives.
 	refs := []string{c.spec.Images.Pause, c.spec.Images.CoreDNS, c.spec.Images.Tools}
+	ctx, cancel := context.WithTimeout(ctx, c.stepTimeout(3, time.Minute))
+	defer cancel()
 	store := fmt.Sprintf("containers-storage:[overlay@%s+%s]", filepath.Join(d, "root"), filepath.Join(d, "runroot"))
 	for j, archive := range c.archives {
 		cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "sh", "-c", importMounts, "cnb-import", d,
