@@ -52,7 +52,7 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		}
 		comps = append(comps, extra...)
 	}
-	rts, err := runtimeComponents(o.Runtimes)
+	rts, err := runtimeComponents(o.CRI, o.Runtimes)
 	if err != nil {
 		return fmt.Errorf("runtimes: %w", err)
 	}
@@ -61,8 +61,8 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
 	}
 	if missing := o.Cache.Missing(comps...); len(missing) > 0 {
-		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s, runtimes %s): %s\n",
-			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), strings.Join(o.Runtimes, ","), strings.Join(missing, ", "))
+		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s, %s with %s): %s\n",
+			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), o.CRI, strings.Join(o.Runtimes, ","), strings.Join(missing, ", "))
 		if err := o.Cache.Ensure(ctx, o.Out, comps...); err != nil {
 			return fmt.Errorf("build the cluster's binaries: %w", err)
 		}

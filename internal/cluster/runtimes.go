@@ -70,9 +70,12 @@ func (s Spec) ContainerRuntime() string {
 	return s.CRI
 }
 
-// runtimeComponents are the components the handlers need built.
-func runtimeComponents(handlers []string) ([]binaries.Component, error) {
+// runtimeComponents are the components the CRI and the handlers need built.
+func runtimeComponents(cri string, handlers []string) ([]binaries.Component, error) {
 	var need []string
+	if cri == CRICrio {
+		need = append(need, binaries.CRIOBinary, binaries.PinnsBinary)
+	}
 	if slices.Contains(handlers, RuntimeRunsc) {
 		need = append(need, binaries.RunscBinary, binaries.RunscShimBinary)
 	}

@@ -82,3 +82,27 @@ func TestRuntimeSections(t *testing.T) {
 		}
 	}
 }
+
+// A CRI-O cluster needs CRI-O built, whatever its handlers; gVisor's handler needs runsc.
+func TestRuntimeComponents(t *testing.T) {
+	names := func(cri string, handlers ...string) []string {
+		comps, err := runtimeComponents(cri, handlers)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, c := range comps {
+			out = append(out, c.Name)
+		}
+		return out
+	}
+	if got := names(CRICrio, RuntimeRunc); !reflect.DeepEqual(got, []string{binaries.CRIO}) {
+		t.Errorf("CRI-O with runc builds %v", got)
+	}
+	if got := names(CRIContainerd, RuntimeRunc, RuntimeCrun); len(got) != 0 {
+		t.Errorf("containerd with runc and crun builds %v", got)
+	}
+	if got := names(CRIContainerd, RuntimeRunsc, RuntimeYouki); !reflect.DeepEqual(got, []string{binaries.GVisor, binaries.Youki}) {
+		t.Errorf("runsc and youki build %v", got)
+	}
+}

@@ -41,10 +41,7 @@ var (
 // providerFor picks the provider of a suite target; the targets of one cluster (its runtimes)
 // share one.
 func (r *run) providerFor(t suite.Target) provider {
-	key := "remote " + t.Kubeconfig + " " + t.Context
-	if t.Local != nil {
-		key = "local " + t.Local.Cluster
-	}
+	key := clusterKey(t)
 	if p, ok := r.providers[key]; ok {
 		return p
 	}

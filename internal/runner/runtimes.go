@@ -21,7 +21,7 @@ const portsPerVariant = 1000
 func (r *run) variantOf(t suite.Target) (index, shared int) {
 	index = -1
 	for _, o := range r.opts.Suite.Targets {
-		if sameCluster(o, t) {
+		if clusterKey(o) == clusterKey(t) {
 			if o.Name == t.Name {
 				index = shared
 			}
@@ -31,11 +31,13 @@ func (r *run) variantOf(t suite.Target) (index, shared int) {
 	return max(index, 0), shared
 }
 
-func sameCluster(a, b suite.Target) bool {
-	if a.Local != nil || b.Local != nil {
-		return a.Local != nil && b.Local != nil && a.Local.Cluster == b.Local.Cluster
+// clusterKey names the cluster a target measures: the targets of one cluster's runtimes share
+// it, and with it their provider.
+func clusterKey(t suite.Target) string {
+	if t.Local != nil {
+		return "local " + t.Local.Cluster
 	}
-	return a.Kubeconfig == b.Kubeconfig && a.Context == b.Context
+	return "remote " + t.Kubeconfig + " " + t.Context
 }
 
 // localRuntimeFacts records what runs a local cluster's pods of a RuntimeClass: the OCI
