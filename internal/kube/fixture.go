@@ -2,7 +2,6 @@ package kube
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -14,6 +13,7 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // Labels on every object a run creates, so that a run's leftovers can always be found.
@@ -347,52 +347,77 @@ func describe(p *corev1.Pod) string {
 	return s
 }
 
+// teardownWait bounds the wait for a run's objects to go. A slow machine (a nested VM
+// without hardware virtualisation) needs minutes to stop a namespace's pods.
+const teardownWait = 5 * time.Minute
+
 // Teardown deletes the run's namespace (or, in a namespace the run did not create, its
 // labelled objects) and waits until they are gone.
 func (c *Client) Teardown(ctx context.Context, namespace, runID string, ownNamespace bool) error {
 	sel := LabelRun + "=" + runID
-	if ownNamespace {
-		err := c.CS.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+	if !ownNamespace {
+		if err := c.deleteLabelled(ctx, namespace, sel); err != nil {
+			return fmt.Errorf("run %s: %w", runID, err)
+		}
+	} else {
+		// The pods go first and at once: the namespace controller would otherwise stop them
+		// only after discovering every resource type, which a slow control plane drags out.
+		grace := int64(0)
+		err := c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
+			metav1.ListOptions{LabelSelector: sel})
+		if err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete pods of run %s: %w", runID, err)
+		}
+		err = c.CS.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete namespace %s: %w", namespace, err)
 		}
-	} else {
-		// Services have no delete-collection verb.
-		svcs, err := c.CS.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		if err != nil {
-			return fmt.Errorf("list services of run %s: %w", runID, err)
-		}
-		for _, svc := range svcs.Items {
-			if err := c.CS.CoreV1().Services(namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
-				return fmt.Errorf("delete service %s: %w", svc.Name, err)
-			}
-		}
-		if err := c.CS.NetworkingV1().NetworkPolicies(namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
-			metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
-			return fmt.Errorf("delete network policies of run %s: %w", runID, err)
-		}
-		grace := int64(0)
-		if err := c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
-			metav1.ListOptions{LabelSelector: sel}); err != nil {
-			return fmt.Errorf("delete pods of run %s: %w", runID, err)
-		}
 	}
-	deadline := time.Now().Add(2 * time.Minute)
-	for time.Now().Before(deadline) {
+	left := "objects"
+	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, teardownWait, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.CS.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
-		gone := err == nil && len(pods.Items) == 0
+		if err == nil {
+			left = fmt.Sprintf("%d pods", len(pods.Items))
+		}
 		if ownNamespace {
 			_, err := c.CS.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-			gone = apierrors.IsNotFound(err)
+			if err == nil && left == "0 pods" {
+				left = "the namespace (pods gone)"
+			}
+			return apierrors.IsNotFound(err), nil
 		}
-		if gone {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
+		return err == nil && len(pods.Items) == 0, nil
+	})
+	if err != nil {
+		if ctx.Err() != nil {
 			return ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		}
+		return fmt.Errorf("%s of run %s still present after %s in namespace %s", left, runID, teardownWait, namespace)
+	}
+	return nil
+}
+
+// deleteLabelled deletes a run's Services, NetworkPolicies and pods in a namespace the run
+// shares with others.
+func (c *Client) deleteLabelled(ctx context.Context, namespace, sel string) error {
+	// Services have no delete-collection verb.
+	svcs, err := c.CS.CoreV1().Services(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
+	if err != nil {
+		return fmt.Errorf("list services: %w", err)
+	}
+	for _, svc := range svcs.Items {
+		if err := c.CS.CoreV1().Services(namespace).Delete(ctx, svc.Name, metav1.DeleteOptions{}); err != nil && !apierrors.IsNotFound(err) {
+			return fmt.Errorf("delete service %s: %w", svc.Name, err)
 		}
 	}
-	return errors.New("objects of run " + runID + " still present after 2m in namespace " + namespace)
+	if err := c.CS.NetworkingV1().NetworkPolicies(namespace).DeleteCollection(ctx, metav1.DeleteOptions{},
+		metav1.ListOptions{LabelSelector: sel}); err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete network policies: %w", err)
+	}
+	grace := int64(0)
+	if err := c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
+		metav1.ListOptions{LabelSelector: sel}); err != nil {
+		return fmt.Errorf("delete pods: %w", err)
+	}
+	return nil
 }

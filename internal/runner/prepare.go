@@ -8,6 +8,7 @@ import (
 	"maps"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
@@ -184,27 +185,33 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 // after Ctrl-C, when the run's context is already cancelled. The run's objects go first, then
 // each cluster is released once, after every target on it is clean.
 func (r *run) teardown() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 4*time.Minute)
+	// Bounded, but generous: a slow control plane takes minutes to empty a namespace.
+	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var errs []error
 	var released []provider
-	for _, tg := range r.targets {
+	errs := make([]error, len(r.targets))
+	var wg sync.WaitGroup
+	for i, tg := range r.targets {
 		if tg.provider == nil {
 			continue
 		}
 		if !slices.Contains(released, tg.provider) {
 			released = append(released, tg.provider)
 		}
-		// Unless releasing the target takes them with it.
+		// Unless releasing the target takes them with it. Namespaces empty in parallel.
 		if tg.client != nil && !tg.provider.releasesObjects() {
-			began := time.Now()
-			err := tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace)
-			if err == nil {
-				r.progress("target %s: the run's objects removed in %.1fs", tg.name, time.Since(began).Seconds())
-			}
-			errs = append(errs, err)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				began := time.Now()
+				errs[i] = tg.client.Teardown(ctx, tg.namespace, r.id, tg.ownNamespace)
+				if errs[i] == nil {
+					r.progress("target %s: the run's objects removed in %.1fs", tg.name, time.Since(began).Seconds())
+				}
+			}()
 		}
 	}
+	wg.Wait()
 	for _, p := range released {
 		errs = append(errs, p.release(ctx))
 	}

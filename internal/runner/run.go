@@ -7,6 +7,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
@@ -56,6 +57,8 @@ type run struct {
 	// providers are the run's clusters by provider key: the targets of one cluster's runtimes
 	// share its provider, which is released once.
 	providers map[string]provider
+	// outMu keeps lines whole when targets report from parallel steps.
+	outMu sync.Mutex
 }
 
 // maxConsecutiveFailures stops a run whose samples all fail, instead of burning its schedule.
@@ -218,5 +221,7 @@ func headline(s store.Sample) string {
 
 // progress prints a line with the time since the run began.
 func (r *run) progress(format string, args ...any) {
+	r.outMu.Lock()
+	defer r.outMu.Unlock()
 	fmt.Fprintf(r.opts.Out, "[%6.1fs] %s\n", time.Since(r.began).Seconds(), fmt.Sprintf(format, args...))
 }
