@@ -18,6 +18,10 @@ type Lister interface {
 	Runs(ctx context.Context) ([]store.Run, error)
 }
 
+// Interrupted is the status the list shows for a run that stopped before its end, whether it
+// was cancelled (stored as partial) or its process was killed (still stored as running).
+const Interrupted = "interrupted"
+
 // RunInfo is one line of the list of stored runs.
 type RunInfo struct {
 	ID       string        `json:"id"`
@@ -45,6 +49,10 @@ func List(ctx context.Context, src Lister) ([]RunInfo, error) {
 	out := make([]RunInfo, 0, len(runs))
 	for _, r := range runs {
 		info := RunInfo{ID: r.ID, Started: r.Started, Status: r.Status, Targets: []string{}, Note: r.Note}
+		if r.Interrupted() {
+			// Cancelled, or still marked running while its process is gone (killed).
+			info.Status = Interrupted
+		}
 		if !r.Finished.IsZero() {
 			f := r.Finished
 			info.Finished = &f

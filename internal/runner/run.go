@@ -24,6 +24,7 @@ type Store interface {
 	AddTarget(ctx context.Context, t store.Target) error
 	AddSample(ctx context.Context, s store.Sample) error
 	FinishRun(ctx context.Context, id, status string, finished time.Time, note string) error
+	MarkInterrupted(ctx context.Context) ([]store.Run, error)
 }
 
 // Options configure a run.
@@ -76,7 +77,20 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	o.Suite.Seed = seed
 	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]provider{}}
-	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: "running", Suite: o.Suite.YAML(), Seed: seed, Version: o.Version}
+	owner, err := store.CurrentOwner()
+	if err != nil {
+		return res, fmt.Errorf("identify this process for the store: %w", err)
+	}
+	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: store.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
+		Version: o.Version, Owner: owner}
+	// Runs of killed processes would otherwise look in progress forever.
+	marked, err := o.Store.MarkInterrupted(ctx)
+	if err != nil {
+		return res, fmt.Errorf("check the store for killed runs: %w", err)
+	}
+	for _, m := range marked {
+		r.progress("run %s was interrupted (%s); its finished samples stay stored", m.ID, m.Note)
+	}
 	// Measured with one target per runtime; stored as written, so a re-run expands it again.
 	r.opts.Suite = o.Suite.Expand()
 	if err := o.Store.CreateRun(ctx, res.Run); err != nil {
@@ -84,15 +98,15 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	r.progress("run %s", r.id)
 	defer func() {
-		status, note := "complete", ""
+		status, note := store.StatusComplete, ""
 		switch {
 		case ctx.Err() != nil:
-			status, note = "partial", "interrupted"
+			status, note = store.StatusPartial, store.InterruptedNote
 		case err != nil:
-			status, note = "failed", err.Error()
+			status, note = store.StatusFailed, err.Error()
 		}
-		if len(res.Samples) > 0 && status == "failed" {
-			status = "partial"
+		if len(res.Samples) > 0 && status == store.StatusFailed {
+			status = store.StatusPartial
 		}
 		if terr := r.teardown(); terr != nil {
 			err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))

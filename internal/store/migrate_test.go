@@ -41,13 +41,14 @@ func testMigrateOldDatabase(t *testing.T, b backend) {
 	if v, err := old.schemaVersion(ctx, old.db); err != nil || v != 1 {
 		t.Fatalf("old database: version %d, %v", v, err)
 	}
-	// Data written by a version-1 binary.
-	addRunWithTarget(t, old, "r")
-	// As that binary wrote it: no pairs or flags columns yet.
+	// Data written by a version-1 binary, as it wrote it: no owner, pairs or flags columns yet.
 	for _, stmt := range []struct {
 		q    string
 		args []any
 	}{
+		{`INSERT INTO runs (id, started, status, suite, seed, version, note) VALUES (?, ?, 'running', '', 1, 'v1', '')`,
+			[]any{"r", formatTime(t0())}},
+		{`INSERT INTO targets (run_id, name, fingerprint) VALUES (?, 'a', '{}')`, []any{"r"}},
 		{`INSERT INTO samples (run_id, seq, round, warmup, target, path, workload, started, duration_ns, raw, error)
 			VALUES (?, 0, 0, 0, 'a', '', 'tcp-stream/1', ?, 0, ?, '')`, []any{"r", formatTime(t0()), old.dialect.rawArg("")}},
 		{`INSERT INTO metrics (run_id, seq, name, value) VALUES (?, 0, 'throughput_bps', 5e9)`, []any{"r"}},
@@ -97,6 +98,10 @@ func testMigrateOldDatabase(t *testing.T, b backend) {
 	// Opening again is a no-op.
 	if err := d.migrate(ctx, steps); err != nil {
 		t.Fatal(err)
+	}
+	// A run stored without an owner is not taken for a killed one.
+	if r, err := d.Run(ctx, "r"); err != nil || r.Owner.Liveness() != OwnerUnknown || r.Interrupted() {
+		t.Errorf("old run after the upgrade: %+v, %v", r, err)
 	}
 	if samples, err := d.Samples(ctx, "r"); err != nil || len(samples) != 1 || samples[0].Metrics["throughput_bps"] != 5e9 || samples[0].Pairs != 1 {
 		t.Errorf("old sample after the upgrade: %+v, %v", samples, err)

@@ -10,7 +10,7 @@ import (
 )
 
 // runColumns are the columns scanRun reads, in its order.
-const runColumns = `id, started, finished, status, suite, seed, version, note`
+const runColumns = `id, started, finished, status, suite, seed, version, note, owner`
 
 // CreateRun records a new run. Its ID must be unique (see NewRunID); an empty Status means
 // StatusRunning. ID, Suite and Version must be valid UTF-8 without NUL bytes; in Note, such
@@ -24,8 +24,8 @@ func (d *DB) CreateRun(ctx context.Context, r Run) error {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
 	_, err := d.exec(ctx, d.db,
-		`INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note)
+		`INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+		r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note, r.Owner.encode())
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -150,10 +150,12 @@ func (d *DB) queryRuns(ctx context.Context, where string, args ...any) ([]Run, e
 		var (
 			r                 Run
 			started, finished sql.NullString
+			owner             string
 		)
-		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &r.Suite, &r.Seed, &r.Version, &r.Note); err != nil {
+		if err := rows.Scan(&r.ID, &started, &finished, &r.Status, &r.Suite, &r.Seed, &r.Version, &r.Note, &owner); err != nil {
 			return nil, err
 		}
+		r.Owner = decodeOwner(owner)
 		if r.Started, err = parseTime(started); err != nil {
 			return nil, fmt.Errorf("run %s: %w", r.ID, err)
 		}

@@ -126,6 +126,15 @@ func migrations(dl dialect) []migration {
 					FROM samples s JOIN resources r ON r.run_id = s.run_id AND r.seq = s.seq`,
 			},
 		},
+		{
+			version: 4,
+			name:    "the process writing a run",
+			stmts: []string{
+				// Host, boot id, pid and process start time as JSON (Owner): a run whose
+				// process is gone without finishing it was killed.
+				`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
+			},
+		},
 	}
 }
 

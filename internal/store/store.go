@@ -60,6 +60,9 @@ type Run struct {
 	Seed     int64     // shuffle seed
 	Version  string    // cnibench version
 	Note     string    // free text, e.g. the error of a failed run
+	// Owner is the process writing the run, recorded so that a killed run can be recognised;
+	// zero for runs stored before owners were, or written elsewhere (an import).
+	Owner Owner
 }
 
 // Target is a cluster measured by a run.
