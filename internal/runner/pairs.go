@@ -143,6 +143,10 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 		if p.err != nil {
 			return nil, pairError(i, ends[i], p)
 		}
+		if len(bytes.TrimSpace(p.stdout.Bytes())) == 0 {
+			// The client always prints a report; the exec's connection dropped.
+			return nil, fmt.Errorf("pair %d (%s): the client's exec ended without output or exit status (its connection dropped)", i, ends[i].clientPod)
+		}
 		if err := json.Unmarshal(p.stdout.Bytes(), &reports[i]); err != nil {
 			return nil, fmt.Errorf("pair %d (%s): read the client's report %q: %w", i, ends[i].clientPod, excerpt(p.stdout.String()), err)
 		}

@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -119,16 +120,7 @@ func (r *run) stats(ctx context.Context, tg *target, pods []podContainer) ([]mon
 			defer wg.Done()
 			sem <- struct{}{}
 			defer func() { <-sem }()
-			tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			defer cancel()
-			raw, err := tg.client.Exec(tctx, tg.namespace, pc.pod, pc.container, []string{"cnibench", "agent", "stat"})
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			if err := json.Unmarshal(raw, &out[i]); err != nil {
-				errs[i] = fmt.Errorf("read counters of %s/%s: %w", pc.pod, pc.container, err)
-			}
+			errs[i] = readStat(ctx, tg.client, tg.namespace, pc, &out[i])
 		}(i, pc)
 	}
 	wg.Wait()
@@ -138,6 +130,34 @@ func (r *run) stats(ctx context.Context, tg *target, pods []podContainer) ([]mon
 		}
 	}
 	return out, nil
+}
+
+// statAttempts bounds the reads of one container's counters. An exec whose connection drops
+// ends with no output and no error (the client takes the empty error stream for success),
+// which a busy node does now and then; reading counters has no side effect, so it is retried.
+const statAttempts = 3
+
+// readStat reads one container's counters.
+func readStat(ctx context.Context, c *kube.Client, namespace string, pc podContainer, out *monitor.NodeStat) error {
+	var err error
+	for attempt := 0; attempt < statAttempts; attempt++ {
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		var raw []byte
+		raw, err = c.Exec(tctx, namespace, pc.pod, pc.container, []string{"cnibench", "agent", "stat"})
+		cancel()
+		if err != nil {
+			return err
+		}
+		if len(bytes.TrimSpace(raw)) == 0 {
+			err = fmt.Errorf("read counters of %s/%s: the exec ended without output or exit status (%d attempts)", pc.pod, pc.container, statAttempts)
+			continue
+		}
+		if err := json.Unmarshal(raw, out); err != nil {
+			return fmt.Errorf("read counters of %s/%s: %w", pc.pod, pc.container, err)
+		}
+		return nil
+	}
+	return err
 }
 
 // resources turns counters into the sample's cost figures. Host CPU is counted once per host
