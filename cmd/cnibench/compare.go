@@ -12,9 +12,11 @@ import (
 
 func newCompareCommand() *cobra.Command {
 	var (
-		o        compare.Options
-		output   string
-		location string
+		o         compare.Options
+		output    string
+		location  string
+		failOn    string
+		tolerance string
 	)
 	cmd := &cobra.Command{
 		Use:   "compare A B",
@@ -38,7 +40,12 @@ two datapaths measured in one run:
 
   cnibench compare 20261121-101500-ab12/bridge 20261121-101500-ab12/cilium-vxlan -o md
 
-The bootstrap is seeded (--seed), so the same comparison prints the same figures every time.`,
+The bootstrap is seeded (--seed), so the same comparison prints the same figures every time.
+
+As a gate in a pipeline, --fail-on worse exits non-zero when a headline metric of B is
+significantly worse than A's (the verdict "worse") by more than --tolerance:
+
+  cnibench compare BEFORE AFTER --fail-on worse --tolerance 5%`,
 		Args: cobra.ExactArgs(2),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			var err error
@@ -54,6 +61,13 @@ The bootstrap is seeded (--seed), so the same comparison prints the same figures
 			if !validFormat(output, compare.Formats()...) && output != "markdown" {
 				return fmt.Errorf("-o %q: expected one of %s", output, strings.Join(compare.Formats(), ", "))
 			}
+			if !validFormat(failOn, compare.FailOnValues()...) {
+				return fmt.Errorf("--fail-on %q: expected one of %s", failOn, strings.Join(compare.FailOnValues(), ", "))
+			}
+			tol, err := compare.ParseTolerance(tolerance)
+			if err != nil {
+				return fmt.Errorf("--tolerance %w", err)
+			}
 			db, err := export.OpenExisting(cmd.Context(), location)
 			if err != nil {
 				return fmt.Errorf("--store: %w", err)
@@ -63,7 +77,13 @@ The bootstrap is seeded (--seed), so the same comparison prints the same figures
 			if err != nil {
 				return err
 			}
-			return compare.Write(cmd.OutOrStdout(), output, res)
+			if err := compare.Write(cmd.OutOrStdout(), output, res); err != nil {
+				return err
+			}
+			if failOn == "worse" {
+				return compare.Gate{Tolerance: tol}.Check(res)
+			}
+			return nil
 		},
 	}
 	f := cmd.Flags()
@@ -72,6 +92,8 @@ The bootstrap is seeded (--seed), so the same comparison prints the same figures
 	f.Int64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (stored in the output)")
 	f.StringVar(&o.Adjust, "p-adjust", compare.DefaultAdjust, "multiple-comparison adjustment of the verdicts' p-values: "+
 		strings.Join(stats.AdjustMethods(), ", "))
+	f.StringVar(&failOn, "fail-on", "never", "exit non-zero when B is: never, or worse (a headline metric significantly worse by more than --tolerance)")
+	f.StringVar(&tolerance, "tolerance", "0%", "with --fail-on worse: the accepted worsening of a headline metric's mean, e.g. 5%")
 	storeFlags(cmd, &location, false)
 	return cmd
 }

@@ -216,6 +216,9 @@ func TestCompareCommand(t *testing.T) {
 	if !strings.Contains(out, "unadjusted for the number of rows") {
 		t.Errorf("compare --p-adjust none:\n%s", out)
 	}
+	// The gate passes what is within the tolerance, and what is better.
+	mustExecute(t, newCompareCommand(), cmdRun1+"/cilium-vxlan", cmdRun1+"/bridge", "--fail-on", "worse", "--tolerance", "25%", "--store", path)
+	mustExecute(t, newCompareCommand(), cmdRun1+"/bridge", cmdRun1+"/cilium-vxlan", "--fail-on", "worse", "--store", path)
 	out = mustExecute(t, newCompareCommand(), cmdRun2, cmdRun1+"/bridge", "-o", "json", "--store", path)
 	var doc map[string]any
 	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc["seed"] != 1.0 || doc["p_adjust"] != "bh" {
@@ -231,6 +234,11 @@ func TestCompareCommand(t *testing.T) {
 		{[]string{cmdRun2, cmdRun2, "--metrics", "nope"}, "--metrics"},
 		{[]string{cmdRun2, cmdRun2, "--p-adjust", "bonferroni"}, `--p-adjust "bonferroni": expected one of bh, holm, none`},
 		{[]string{cmdRun2}, "accepts 2 arg(s)"},
+		{[]string{cmdRun2, cmdRun2, "--fail-on", "better"}, `--fail-on "better": expected one of never, worse`},
+		{[]string{cmdRun2, cmdRun2, "--fail-on", "worse", "--tolerance", "five"}, `--tolerance "five": expected a percentage`},
+		// bridge (10 Gbit/s) after cilium-vxlan (12): throughput 17 % worse.
+		{[]string{cmdRun1 + "/cilium-vxlan", cmdRun1 + "/bridge", "--fail-on", "worse", "--tolerance", "5%"},
+			"1 headline metric(s) of " + cmdRun1 + "/bridge significantly worse than " + cmdRun1 + "/cilium-vxlan by more than 5%"},
 	} {
 		_, err := execute(t, newCompareCommand(), append(c.args, "--store", path)...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/bench"
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
@@ -15,7 +17,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes, datapaths, policies, pairs string
+	var paths, nodes, datapaths, policies, pairs, failOn, tolerance string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -44,6 +46,19 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 			}
 			if nodes != "" {
 				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
+			}
+			if !validFormat(failOn, compare.FailOnValues()...) {
+				return fmt.Errorf("--fail-on %q: expected one of %s", failOn, strings.Join(compare.FailOnValues(), ", "))
+			}
+			if failOn == "worse" {
+				if o.Baseline == "" {
+					return fmt.Errorf("--fail-on worse: needs --baseline RUN to compare with")
+				}
+				tol, err := compare.ParseTolerance(tolerance)
+				if err != nil {
+					return fmt.Errorf("--tolerance %w", err)
+				}
+				o.Gate = &compare.Gate{Tolerance: tol}
 			}
 			o.Stdout, o.Runner.Out = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.Runner.Version = version
@@ -80,5 +95,8 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
 	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table, json or yaml")
+	f.StringVar(&o.Baseline, "baseline", "", "a stored run (id or prefix) to compare this one with at the end, target by target")
+	f.StringVar(&failOn, "fail-on", "never", "with --baseline: exit non-zero when this run is: never, or worse (a headline metric significantly worse by more than --tolerance)")
+	f.StringVar(&tolerance, "tolerance", "0%", "with --fail-on worse: the accepted worsening of a headline metric's mean, e.g. 5%")
 	return cmd
 }

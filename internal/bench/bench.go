@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
@@ -23,6 +24,10 @@ type Options struct {
 	Output    string         // table, json or yaml
 	DryRun    bool
 	Stdout    io.Writer // summary
+	// Baseline is a stored run to compare the new one with at the end; Gate, when set, makes
+	// a significant regression against it an error.
+	Baseline string
+	Gate     *compare.Gate
 }
 
 // Run executes the run command.
@@ -52,6 +57,12 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	defer db.Close()
+	if o.Baseline != "" {
+		// Checked before measuring, not after the run it would be compared with.
+		if _, err := db.Run(ctx, o.Baseline); err != nil {
+			return fmt.Errorf("--baseline: %w", err)
+		}
+	}
 	o.Runner.Suite, o.Runner.Store = s, db
 	res, err := runner.Run(ctx, o.Runner)
 	if len(res.Samples) > 0 {
@@ -62,6 +73,9 @@ func Run(ctx context.Context, o Options) error {
 	}
 	if res.Run.ID != "" {
 		fmt.Fprintf(o.Runner.Out, "results: run %s (%s) in %s\n", res.Run.ID, res.Run.Status, location)
+	}
+	if o.Baseline != "" && err == nil {
+		err = compareBaseline(ctx, o.Stdout, db, o.Baseline, res.Run, res.Targets, o.Gate)
 	}
 	if errors.Is(err, context.Canceled) {
 		return fmt.Errorf("interrupted: run %s is stored as partial with %d samples", res.Run.ID, len(res.Samples))

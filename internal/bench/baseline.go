@@ -1,0 +1,54 @@
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/cnibench/cnibench/internal/compare"
+	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/store"
+)
+
+// compareBaseline compares each target of the finished run with the baseline run's target of
+// the same name (or its only target, when both runs have one), printing each comparison and
+// applying the gate when one is set.
+func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseline string, run store.Run, targets []store.Target, gate *compare.Gate) error {
+	base, err := export.Load(ctx, src, baseline)
+	if err != nil {
+		return fmt.Errorf("--baseline %s: %w", baseline, err)
+	}
+	names := map[string]bool{}
+	for _, t := range base.Targets {
+		names[t.Name] = true
+	}
+	var errs []error
+	compared := 0
+	for _, t := range targets {
+		a := compare.Side{Run: base.Run.ID, Target: t.Name}
+		if !names[t.Name] {
+			if len(base.Targets) != 1 || len(targets) != 1 {
+				continue
+			}
+			a.Target = base.Targets[0].Name
+		}
+		res, err := compare.Compare(ctx, src, compare.Options{A: a, B: compare.Side{Run: run.ID, Target: t.Name}, Seed: compare.DefaultSeed})
+		if err != nil {
+			errs = append(errs, fmt.Errorf("compare with --baseline %s: %w", baseline, err))
+			continue
+		}
+		compared++
+		fmt.Fprintf(w, "\nAgainst the baseline run %s:\n", base.Run.ID)
+		if err := compare.Write(w, compare.FormatTable, res); err != nil {
+			return err
+		}
+		if gate != nil {
+			errs = append(errs, gate.Check(res))
+		}
+	}
+	if compared == 0 && len(errs) == 0 {
+		return fmt.Errorf("--baseline %s: no target of the same name to compare with (the baseline has %d)", baseline, len(base.Targets))
+	}
+	return errors.Join(errs...)
+}

@@ -1,0 +1,58 @@
+package bench
+
+import (
+	"bytes"
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/compare"
+	"github.com/cnibench/cnibench/internal/export/fixture"
+	"github.com/cnibench/cnibench/internal/store"
+)
+
+func TestCompareBaseline(t *testing.T) {
+	ctx := context.Background()
+	db := fixture.TempStore(t)
+	stream := func(target string, gbps float64) fixture.Cell {
+		return fixture.Cell{Target: target, Path: "cross-node", Workload: "tcp-stream/1",
+			Metrics: map[string][]float64{"throughput_gbps": fixture.Normal(8, gbps, 0.3)}}
+	}
+	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
+	runs := []fixture.Run{
+		{ID: "20261121-100000-base", Started: at, Targets: []store.Target{{Name: "bridge"}, {Name: "flannel"}},
+			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 9)}},
+		{ID: "20261121-110000-next", Started: at.Add(time.Hour), Targets: []store.Target{{Name: "bridge"}, {Name: "flannel"}},
+			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 7)}},
+		{ID: "20261121-120000-lone", Started: at.Add(2 * time.Hour), Targets: []store.Target{{Name: "cilium"}},
+			Cells: []fixture.Cell{stream("cilium", 12)}},
+	}
+	for _, r := range runs {
+		if err := fixture.Add(ctx, db, r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	targets := func(i int) []store.Target { return runs[i].Targets }
+	run := func(i int) store.Run { return store.Run{ID: runs[i].ID} }
+
+	var out bytes.Buffer
+	// Target by target; flannel lost 22 %, bridge nothing.
+	err := compareBaseline(ctx, &out, db, "20261121-100000", run(1), targets(1), &compare.Gate{Tolerance: 0.05})
+	if err == nil || !strings.Contains(err.Error(), "/flannel significantly worse") || strings.Contains(err.Error(), "/bridge significantly") {
+		t.Errorf("gate: %v", err)
+	}
+	if n := strings.Count(out.String(), "Against the baseline run 20261121-100000-base"); n != 2 {
+		t.Errorf("%d comparisons printed, want 2:\n%s", n, out.String())
+	}
+	if err := compareBaseline(ctx, &out, db, "20261121-100000", run(1), targets(1), nil); err != nil {
+		t.Errorf("without a gate: %v", err)
+	}
+	// A run with one target against a run with two: no pairing.
+	if err := compareBaseline(ctx, &out, db, "20261121-100000", run(2), targets(2), nil); err == nil || !strings.Contains(err.Error(), "no target of the same name") {
+		t.Errorf("no pairing: %v", err)
+	}
+	if err := compareBaseline(ctx, &out, db, "nope", run(1), targets(1), nil); err == nil || !strings.Contains(err.Error(), "--baseline nope") {
+		t.Errorf("unknown baseline: %v", err)
+	}
+}
