@@ -6,8 +6,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/bench"
 	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
 )
