@@ -3,7 +3,10 @@
 // sample's figure. Engines, the runner, the report, compare and export all read it here.
 package catalog
 
-import "strings"
+import (
+	"math"
+	"strings"
+)
 
 // Aggregation says how a metric of N concurrent client/server pairs becomes one figure.
 type Aggregation int
@@ -156,6 +159,22 @@ func Lookup(name string) (Spec, bool) {
 		}
 	}
 	return Spec{}, false
+}
+
+// Bounds is the range a metric's values can take, which its confidence interval must respect:
+// every figure cnibench measures is a non-negative quantity, shares of a whole stay within
+// it, and a metric it does not know may be anything.
+func Bounds(name string) (lo, hi float64) {
+	switch name {
+	case Loss, NodeCPU:
+		return 0, 100
+	case Fairness:
+		return 0, 1
+	}
+	if _, ok := Lookup(name); ok {
+		return 0, math.Inf(1)
+	}
+	return math.Inf(-1), math.Inf(1)
 }
 
 // Costs lists the cost figures shown after each workload's own metrics, in display order.

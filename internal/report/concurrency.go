@@ -181,7 +181,7 @@ func (m model) addSeries(c *lineChart, rows []reportRow, metric string, onePairI
 				}
 				sm := r.Summary
 				tip := fmt.Sprintf("%s%s mean %s %s, 95 %% CI %s, median %s, n=%d", what, metric, num(sm.Mean), r.Unit,
-					ci(sm.CILow, sm.CIHigh), num(sm.Median), sm.N)
+					ciOf(sm), num(sm.Median), sm.N)
 				if r.Failed > 0 {
 					tip += fmt.Sprintf(" (+%d failed)", r.Failed)
 				}

@@ -72,7 +72,7 @@ func Rank(samples []store.Sample) []RankGroup {
 		}
 		g := RankGroup{Path: k.path, Workload: k.workload, Pairs: k.pairs, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
 		for target, xs := range byTarget {
-			s := stats.Summarize(xs)
+			s := summarize(k.metric, xs)
 			g.Entries = append(g.Entries, Ranked{Target: target, Summary: s, Mean: s.Mean})
 		}
 		sort.Slice(g.Entries, func(i, j int) bool {
@@ -131,7 +131,7 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 		var parts []string
 		for _, e := range g.Entries {
 			s := e.Summary
-			part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ci(s.CILow, s.CIHigh))
+			part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(s))
 			switch e.Verdict {
 			case "worse":
 				part += fmt.Sprintf(" x%.2f worse (p=%.2g)", e.RatioToBest, e.PValue)

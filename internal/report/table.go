@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"sigs.k8s.io/yaml"
 )
@@ -56,7 +57,10 @@ func jsonSafe(d Document) any {
 	for _, r := range d.Rows {
 		s := r.Summary
 		row := map[string]any{"target": r.Target, "path": r.Path, "workload": r.Workload, "pairs": r.Cell().Pairs, "metric": r.Metric, "unit": r.Unit,
-			"n": s.N, "failed": r.Failed, "flagged": r.Flagged, "outliers": len(s.Outliers)}
+			"n": s.N, "failed": r.Failed, "flagged": r.Flagged, "outliers": len(s.Outliers), "bimodal": s.Bimodal}
+		if s.Interval != "" {
+			row["interval"] = s.Interval
+		}
 		for k, v := range map[string]float64{"mean": s.Mean, "median": s.Median, "stddev": s.StdDev, "min": s.Min, "max": s.Max,
 			"ci95_low": s.CILow, "ci95_high": s.CIHigh, "trimmed_mean": s.TrimmedMean, "of_baseline": r.OfBaseline} {
 			if !math.IsNaN(v) && !math.IsInf(v, 0) {
@@ -92,11 +96,14 @@ func Table(w io.Writer, d Document) error {
 		if r.Flagged > 0 {
 			n += fmt.Sprintf("(%d flagged)", r.Flagged)
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\t\n", r.Target, r.Label(), r.Path, r.Metric+" ["+r.Unit+"]", n,
-			num(s.Median), num(s.Mean), ci(s.CILow, s.CIHigh), num(s.TrimmedMean), len(s.Outliers), frac(r.OfBaseline))
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Target, r.Label(), r.Path, r.Metric+" ["+r.Unit+"]", n,
+			num(s.Median), num(s.Mean), ciOf(s), num(s.TrimmedMean), outliers(s), frac(r.OfBaseline))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
+	}
+	if l := IntervalLegend(d.Rows); l != "" {
+		fmt.Fprintln(w, l)
 	}
 	WriteRanking(w, d.Ranking)
 	return nil
@@ -122,6 +129,53 @@ func num(v float64) string {
 		return fmt.Sprintf("%.0f", v)
 	}
 	return fmt.Sprintf("%.3g", v)
+}
+
+// ciOf is a summary's interval with the mark of its method when that is not the t-interval.
+func ciOf(s stats.Summary) string {
+	return ci(s.CILow, s.CIHigh) + intervalMark(s.Interval)
+}
+
+func intervalMark(method string) string {
+	switch method {
+	case stats.IntervalBootstrap:
+		return " b"
+	case stats.IntervalClipped:
+		return " c"
+	}
+	return ""
+}
+
+// outliers is the outlier count, with the word "bimodal" for a cell of two groups.
+func outliers(s stats.Summary) string {
+	if s.Bimodal {
+		return fmt.Sprintf("%d bimodal", len(s.Outliers))
+	}
+	return fmt.Sprint(len(s.Outliers))
+}
+
+// IntervalLegend explains the marks of the intervals in rows, empty when none is marked.
+func IntervalLegend(rows []Row) string {
+	var boot, clipped, bi bool
+	for _, r := range rows {
+		boot = boot || r.Summary.Interval == stats.IntervalBootstrap
+		clipped = clipped || r.Summary.Interval == stats.IntervalClipped
+		bi = bi || r.Summary.Bimodal
+	}
+	var parts []string
+	if boot {
+		parts = append(parts, "b: percentile bootstrap of the mean (skewed sample, or a t-interval outside the metric's range)")
+	}
+	if clipped {
+		parts = append(parts, "c: t-interval clipped to the metric's range (too few samples for a bootstrap)")
+	}
+	if bi {
+		parts = append(parts, "bimodal: the samples form two separate groups; the mean describes neither")
+	}
+	if len(parts) == 0 {
+		return ""
+	}
+	return "95 % CI is Student's t unless marked; " + strings.Join(parts, "; ")
 }
 
 func ci(lo, hi float64) string {

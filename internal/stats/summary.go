@@ -61,6 +61,12 @@ type Summary struct {
 	// NaN for N < 2 or when both mean and width are zero; +Inf when only
 	// the mean is zero.
 	RelCI float64
+	// Interval names the method of [CILow, CIHigh]: IntervalT here, another method where
+	// SummarizeIn had to keep the interval within the metric's domain; empty for N < 2.
+	Interval string
+	// Bimodal flags a sample that falls into two separate groups (see bimodal): its mean
+	// describes neither.
+	Bimodal bool
 }
 
 // Summarize computes a Summary of xs. NaN values are skipped (see the
@@ -100,9 +106,11 @@ func Summarize(xs []float64) Summary {
 		}
 	}
 
+	s.Bimodal = bimodal(sorted)
 	if n < 2 {
 		return s
 	}
+	s.Interval = IntervalT
 	// gonum's StdDev is the corrected two-pass (n-1) estimator, numerically
 	// safer than sum-of-squares for values like 1e9 ± 1e3 (bytes/s).
 	s.StdDev = stat.StdDev(sorted, nil)
