@@ -50,9 +50,9 @@ const perSampleOverhead = 1500 * time.Millisecond
 
 // perPairOverhead is what each further pair adds to a sample: its counters read twice and
 // its client started, through a bounded number of concurrent execs. Measured on the 2-core
-// machine over the runtime study's samples at 10, 20 and 40 pairs: 0.4-0.5 s per pair under
-// runc, crun and CRI-O, 0.7 s under gVisor, whose execs are slower.
-const perPairOverhead = 450 * time.Millisecond
+// machine over a round of the runtime study (runc, crun, gVisor and CRI-O mixed): 0.8 s per
+// pair at 10 pairs, 0.7 s at 20 and 0.8 s at 40; retried samples come on top.
+const perPairOverhead = 750 * time.Millisecond
 
 // Estimate is the expected wall time of a schedule, setup excluded.
 func Estimate(steps []Step) time.Duration {
