@@ -102,7 +102,7 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 			continue
 		}
 		seen[b.Run.ID] = true
-		docs = append(docs, report.Document{Run: b.Run, Targets: b.Targets, Rows: report.Summarize(b.Samples)})
+		docs = append(docs, report.NewDocument(b.Run, b.Targets, b.Samples))
 	}
 	write := func(w io.Writer) error {
 		if format == "md" {

@@ -88,7 +88,7 @@ host-network baseline. RUN is a run id or a unique prefix of one.`,
 			if err != nil {
 				return err
 			}
-			doc := report.Document{Run: b.Run, Targets: b.Targets, Rows: report.Summarize(b.Samples), Ranking: report.Rank(b.Samples)}
+			doc := report.NewDocument(b.Run, b.Targets, b.Samples)
 			return report.Write(cmd.OutOrStdout(), output, doc)
 		},
 	}

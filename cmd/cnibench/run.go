@@ -21,7 +21,9 @@ func newRunCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
-		Long: `Runs a suite (the default one without -f) and prints a summary with 95 % confidence intervals.
+		Long: `Runs a suite (the default one without -f) and ends with a verdict: each workload's headline
+metric per target (or per path against the host-network baseline), best first, with 95 %
+confidence intervals and significance. -v adds the full table; results show prints it later.
 Without --kubeconfig/--context it measures the embedded local cluster, creating it if absent
 (and deleting it at the end unless --keep). Progress goes to stderr, the summary to stdout.`,
 		Args: cobra.NoArgs,
@@ -94,7 +96,8 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
-	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table, json or yaml")
+	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table (the verdict; with -v every headline metric), json or yaml")
+	f.BoolVarP(&o.Verbose, "verbose", "v", false, "end with the full table of headline metrics and the ranking before the verdict")
 	f.StringVar(&o.Baseline, "baseline", "", "a stored run (id or prefix) to compare this one with at the end, target by target")
 	f.StringVar(&failOn, "fail-on", "never", "with --baseline: exit non-zero when this run is: never, or worse (a headline metric significantly worse by more than --tolerance)")
 	f.StringVar(&tolerance, "tolerance", "0%", "with --fail-on worse: the accepted worsening of a headline metric's mean, e.g. 5%")

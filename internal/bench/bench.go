@@ -22,6 +22,7 @@ type Options struct {
 	Runner    runner.Options // Suite and Store are filled in here
 	Results   string         // store location; empty: store.DefaultPath()
 	Output    string         // table, json or yaml
+	Verbose   bool           // the full table, not just the verdict
 	DryRun    bool
 	Stdout    io.Writer // summary
 	// Baseline is a stored run to compare the new one with at the end; Gate, when set, makes
@@ -66,8 +67,12 @@ func Run(ctx context.Context, o Options) error {
 	o.Runner.Suite, o.Runner.Store = s, db
 	res, err := runner.Run(ctx, o.Runner)
 	if len(res.Samples) > 0 {
-		doc := report.Document{Run: res.Run, Targets: res.Targets, Rows: report.Summarize(res.Samples), Ranking: report.Rank(res.Samples)}
-		if werr := report.Write(o.Stdout, o.Output, doc); werr != nil && err == nil {
+		doc := report.NewDocument(res.Run, res.Targets, res.Samples)
+		format := o.Output
+		if format == "table" && !o.Verbose {
+			format = "brief" // the verdict; the full table is one flag away
+		}
+		if werr := report.Write(o.Stdout, format, doc); werr != nil && err == nil {
 			err = werr
 		}
 	}

@@ -12,7 +12,9 @@ import (
 
 // htmlPage is the data of pageTemplate.
 type htmlPage struct {
-	Title    string
+	Title string
+	// Verdict is the text `cnibench run` ends with, per run.
+	Verdict  string
 	Runs     []htmlRun
 	EnvHead  []string
 	Env      []htmlEnvRow
@@ -108,6 +110,14 @@ func (m model) htmlPage() htmlPage {
 			Version: d.Run.Version, Note: d.Run.Note, Suite: d.Run.Suite, Seed: d.Run.Seed, Targets: strings.Join(names, ", ")})
 	}
 	p.Title = "cnibench report: " + strings.Join(ids, ", ")
+	var verdict strings.Builder
+	for _, d := range m.docs {
+		if len(d.Verdict) > 0 && len(m.docs) > 1 {
+			fmt.Fprintf(&verdict, "run %s:", d.Run.ID)
+		}
+		WriteVerdict(&verdict, d.Verdict)
+	}
+	p.Verdict = strings.TrimSpace(verdict.String())
 	for _, t := range m.targets {
 		p.EnvHead = append(p.EnvHead, t.label)
 	}
@@ -323,7 +333,10 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <main>
 <h1>{{.Title}}</h1>
 <nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
-
+{{if .Verdict}}
+<h2 id="verdict">Verdict</h2>
+<pre class="verdict">{{.Verdict}}</pre>
+{{end}}
 <h2>Runs</h2>
 <div class="scroll"><table>
 <tr><th>Run</th><th>Status</th><th>Started</th><th>Finished</th><th>Took</th><th>Seed</th><th>Version</th><th>Targets</th><th>Note</th></tr>

@@ -101,7 +101,7 @@ func synthDocument(runID string, targets, paths []string, reps int, seed uint64)
 	}
 	samples = append(samples, store.Sample{RunID: runID, Seq: seq + 1, Round: 1, Target: targets[0], Path: paths[len(paths)-1],
 		Workload: "tcp-stream/1", Error: "iperf3: connection refused"})
-	d.Rows = Summarize(samples)
+	d.Rows, d.Verdict = Summarize(samples), Verdict(samples)
 	return d
 }
 
@@ -162,6 +162,11 @@ func TestWriteHTMLStructure(t *testing.T) {
 	paths := []string{suite.HostNetwork, suite.SameNode, suite.CrossNode}
 	page := writeHTML(t, synthDocument("20260314-092653-ab12", []string{"flannel", "cilium"}, paths, 5, 1))
 	checkTagsBalanced(t, page)
+	// The verdict comes first, above the environment.
+	v, env := strings.Index(page, `<h2 id="verdict">`), strings.Index(page, `<h2 id="environment">`)
+	if v < 0 || v > env || !strings.Contains(page[v:env], "tcp-stream/1") || !strings.Contains(page[v:env], "flannel") {
+		t.Errorf("no verdict above the environment (at %d, environment at %d)", v, env)
+	}
 
 	svgs := svgFragments(page)
 	want := 0

@@ -19,8 +19,8 @@ type Ranked struct {
 	Summary     stats.Summary `json:"-"`
 	Mean        float64       `json:"mean"`
 	RatioToBest float64       `json:"ratioToBest"`
-	// Verdict compares the target with the best one: "best", "worse" (significantly), or
-	// "not significant" (the data cannot tell them apart).
+	// Verdict compares the target with the best one: "best", "worse" (significantly),
+	// "not significant" (the data cannot tell them apart) or "untested" (too few samples).
 	Verdict string  `json:"verdict"`
 	PValue  float64 `json:"pValue,omitempty"`
 }
@@ -90,10 +90,10 @@ func Rank(samples []store.Sample) []RankGroup {
 			if best.Mean != 0 {
 				e.RatioToBest = e.Mean / best.Mean
 			}
-			e.Verdict = "not significant"
+			e.Verdict = untested
 			cmp, err := stats.Compare(byTarget[best.Target], byTarget[e.Target], g.HigherIsBetter, stats.CompareOptions{Seed: 1})
 			if err == nil {
-				e.PValue = cmp.PValue
+				e.PValue, e.Verdict = cmp.PValue, "not significant"
 				if cmp.Verdict == stats.VerdictWorse {
 					e.Verdict = "worse"
 				}
@@ -137,6 +137,8 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 				part += fmt.Sprintf(" x%.2f worse (p=%.2g)", e.RatioToBest, e.PValue)
 			case "not significant":
 				part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
+			case untested:
+				part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
 			}
 			parts = append(parts, part)
 		}

@@ -20,6 +20,13 @@ type Document struct {
 	Rows    []Row          `json:"rows"`
 	// Ranking orders the targets on each headline metric (runs with several targets).
 	Ranking []RankGroup `json:"ranking,omitempty"`
+	// Verdict is each workload's headline answer (Verdict).
+	Verdict []VerdictLine `json:"verdict,omitempty"`
+}
+
+// NewDocument summarises a run's samples into the document every output renders.
+func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) Document {
+	return Document{Run: run, Targets: targets, Rows: Summarize(samples), Ranking: Rank(samples), Verdict: Verdict(samples)}
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -27,6 +34,8 @@ func Write(w io.Writer, format string, d Document) error {
 	switch format {
 	case "table":
 		return Table(w, d)
+	case "brief":
+		return Brief(w, d)
 	case "json":
 		enc := json.NewEncoder(w)
 		enc.SetIndent("", "  ")
@@ -73,15 +82,24 @@ func jsonSafe(d Document) any {
 	if len(d.Ranking) > 0 {
 		head["ranking"] = rankingJSON(d.Ranking)
 	}
+	if len(d.Verdict) > 0 {
+		head["verdict"] = verdictJSON(d.Verdict)
+	}
 	return head
 }
 
-// Table prints the fingerprint of each target and the headline rows.
-func Table(w io.Writer, d Document) error {
+// header prints the run's line and each target's environment.
+func header(w io.Writer, d Document) {
 	fmt.Fprintf(w, "\nrun %s  %s  %s  seed %d\n", d.Run.ID, d.Run.Status, d.Run.Started.Format("2006-01-02 15:04:05Z"), d.Run.Seed)
 	for _, t := range d.Targets {
 		fmt.Fprintf(w, "target %s: %s\n", t.Name, fingerprintLine(t.Fingerprint))
 	}
+}
+
+// Table prints the fingerprint of each target, the headline rows, the ranking and the
+// verdict.
+func Table(w io.Writer, d Document) error {
+	header(w, d)
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tPATH\tMETRIC\tN\tMEDIAN\tMEAN\t95% CI\tTRIM20\tOUTL\txHOST\t")
 	for _, r := range d.Rows {
@@ -106,6 +124,7 @@ func Table(w io.Writer, d Document) error {
 		fmt.Fprintln(w, l)
 	}
 	WriteRanking(w, d.Ranking)
+	WriteVerdict(w, d.Verdict)
 	return nil
 }
 
@@ -190,6 +209,18 @@ func frac(v float64) string {
 		return ""
 	}
 	return fmt.Sprintf("%.2f", v)
+}
+
+// verdictJSON drops the NaN figures JSON cannot carry.
+func verdictJSON(lines []VerdictLine) []map[string]any {
+	out := make([]map[string]any, 0, len(lines))
+	for _, l := range lines {
+		g := rankingJSON([]RankGroup{{Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, Unit: l.Unit,
+			HigherIsBetter: l.HigherIsBetter, Entries: l.Entries}})[0]
+		g["against"] = l.Against
+		out = append(out, g)
+	}
+	return out
 }
 
 // rankingJSON drops the NaN figures JSON cannot carry.

@@ -1,0 +1,85 @@
+package report
+
+import (
+	"bytes"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/export/fixture"
+	"github.com/cnibench/cnibench/internal/store"
+)
+
+// cellSamples makes n measured samples of one metric, plus a warm-up and a failed one that
+// the verdict must ignore.
+func cellSamples(target, path, workload, metric string, values []float64) []store.Sample {
+	out := []store.Sample{
+		{Target: target, Path: path, Workload: workload, Warmup: true, Metrics: map[string]float64{metric: 1e9}},
+		{Target: target, Path: path, Workload: workload, Round: 1, Error: "boom"},
+	}
+	for _, v := range values {
+		out = append(out, store.Sample{Target: target, Path: path, Workload: workload, Round: 1,
+			Metrics: map[string]float64{metric: v, "retransmits": 3}})
+	}
+	return out
+}
+
+func TestVerdictRanksTargets(t *testing.T) {
+	var samples []store.Sample
+	samples = append(samples, cellSamples("bridge", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 10, 0.3))...)
+	samples = append(samples, cellSamples("cilium", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
+	samples = append(samples, cellSamples("flannel", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
+	lines := Verdict(samples)
+	if len(lines) != 1 {
+		t.Fatalf("%d lines, want 1: %+v", len(lines), lines)
+	}
+	l := lines[0]
+	if l.Metric != "throughput_gbps" || l.Path != "cross-node" || len(l.Entries) != 3 {
+		t.Fatalf("line %+v", l)
+	}
+	// cilium and flannel tie on the mean; the names break the tie.
+	got := []string{}
+	for _, e := range l.Entries {
+		got = append(got, e.Target+":"+e.Verdict)
+	}
+	if want := "cilium:reference flannel:not significant bridge:worse"; strings.Join(got, " ") != want {
+		t.Errorf("entries %q, want %q", strings.Join(got, " "), want)
+	}
+	if r := l.Entries[2].RatioToBest; r < 0.82 || r > 0.85 {
+		t.Errorf("bridge at x%.3f of cilium, want 10/12", r)
+	}
+}
+
+func TestVerdictPathsAgainstBaseline(t *testing.T) {
+	var samples []store.Sample
+	samples = append(samples, cellSamples("local", "host-network", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20, 1))...)
+	samples = append(samples, cellSamples("local", "same-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20.2, 1))...)
+	samples = append(samples, cellSamples("local", "cross-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 30, 1))...)
+	lines := Verdict(samples)
+	if len(lines) != 1 || lines[0].Against != "host-network" || lines[0].Path != "" {
+		t.Fatalf("lines %+v", lines)
+	}
+	verdicts := map[string]string{}
+	for _, e := range lines[0].Entries {
+		verdicts[e.Target] = e.Verdict
+	}
+	if verdicts["host-network"] != "reference" || verdicts["same-node"] != "not significant" || verdicts["cross-node"] != "worse" {
+		t.Errorf("verdicts %v", verdicts)
+	}
+	var buf bytes.Buffer
+	doc := NewDocument(store.Run{ID: "r1"}, nil, samples)
+	if err := Brief(&buf, doc); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"verdict (", "tcp-rr/64B", "host-network 20", "(baseline)", "cross-node 30", "worse (p=", "cnibench results show r1"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("brief output lacks %q:\n%s", want, out)
+		}
+	}
+	if strings.Contains(out, "TRIM20") {
+		t.Errorf("brief output has the full table:\n%s", out)
+	}
+	if n := strings.Count(out, "\n"); n > 24 {
+		t.Errorf("brief output has %d lines, more than a screen:\n%s", n, out)
+	}
+}
