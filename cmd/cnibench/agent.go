@@ -40,6 +40,7 @@ func newAgentEchoServerCommand() *cobra.Command {
 	f.StringVar(&o.Address, "address", "", "address to listen on (default: every IPv4 and IPv6 address)")
 	f.IntVar(&o.Port, "port", 0, "TCP port to listen on (required)")
 	f.IntVar(&o.Size, "size", 1, "message size in bytes; must match the clients' --size")
+	f.BoolVar(&o.CloseAfterReply, "close-after-reply", false, "close each connection after its first reply (for crr clients with --server-closes)")
 	_ = cmd.MarkFlagRequired("port")
 	return cmd
 }
@@ -65,6 +66,9 @@ func newAgentClientCommand(use, short string, run func(ctx context.Context, o ag
 	f.IntVar(&o.Port, "port", 0, "echo server TCP port (required)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to run")
 	f.IntVar(&o.Size, "size", 1, "request and response size in bytes; must match the server's --size")
+	if use == "crr" {
+		f.BoolVar(&o.ServerCloses, "server-closes", false, "end each transaction when the server closes (an echo server with --close-after-reply): no TIME_WAIT on the client")
+	}
 	f.DurationVar(&o.Timeout, "timeout", agent.DefaultTimeout, "bound on each connect and each transaction")
 	f.IntVar(&o.MaxConsecutiveErrors, "max-consecutive-errors", agent.DefaultMaxConsecutiveErrors, "stop with an error after this many failures in a row")
 	_ = cmd.MarkFlagRequired("target")

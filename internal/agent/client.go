@@ -40,6 +40,10 @@ type ClientOptions struct {
 	MaxConsecutiveErrors int
 	// Log receives warnings (ephemeral port exhaustion); nil discards them.
 	Log io.Writer
+	// ServerCloses makes a crr transaction end when the server closes the connection after
+	// its reply (an echo server with CloseAfterReply) rather than by closing it first: the
+	// TIME_WAIT state then lands on the server, and the client never runs out of ports.
+	ServerCloses bool
 }
 
 // withDefaults fills zero values and validates; errors name the command-line flag.
@@ -154,13 +158,18 @@ func RR(ctx context.Context, o ClientOptions) (Result, error) {
 // bytes and close, for Duration; the latency covers all four. Failures are counted and the
 // loop goes on, up to MaxConsecutiveErrors in a row. Cancelling ctx aborts with an error.
 //
-// The client closes first, so every transaction leaves a TIME_WAIT socket on the client that
-// holds its ephemeral port for 60 s. Outside loopback (where tcp_tw_reuse=2 recycles them)
-// that caps the sustainable rate to one server address at about ports/60 per second: ~470/s
-// with the default 28,232-port range, which a run at 10,000 connections/s uses up in about
-// 3 s. Connects then fail with EADDRNOTAVAIL, which the result reports as dial_eaddrnotavail
-// errors plus a warning. SO_LINGER 0 would avoid TIME_WAIT but close with a RST, which
-// changes what is measured; the pod's sysctls are the caller's to set, not the agent's.
+// Whoever closes first keeps the connection's 4-tuple in TIME_WAIT for 60 s. When the client
+// closes first, that holds its ephemeral port: outside loopback (where tcp_tw_reuse=2 recycles
+// them) the sustainable rate to one server address is about ports/60 per second, ~470/s with
+// the default 28,232-port range, and a run at 10,000 connections/s runs out in about 3 s
+// (connects then fail with EADDRNOTAVAIL, reported as dial_eaddrnotavail errors plus a
+// warning). A node's own namespace, shared with everything else the node does and measured
+// round after round, runs out first: the host-network baseline becomes an artifact. With
+// ServerCloses the server closes after its reply, as an HTTP/1.0 server does: the client
+// reads the end of the stream and closes a connection already closed by the peer, which
+// leaves no TIME_WAIT on its side, so no sysctl of the client's node matters. The latency then
+// also covers the server's FIN, which follows its reply at once. SO_LINGER 0 would avoid
+// TIME_WAIT too, but close with a RST, which changes what is measured.
 func CRR(ctx context.Context, o ClientOptions) (Result, error) {
 	r, err := newRun(ctx, "crr", o)
 	if err != nil {
@@ -203,10 +212,28 @@ func (r *run) connectExchangeClose(ctx context.Context, t0 time.Time) (phase str
 		return "dial", context.Cause(ctx)
 	}
 	phase, err = exchange(c, r.req, r.resp)
+	if err == nil && r.o.ServerCloses {
+		phase, err = awaitClose(c)
+	}
 	// Closing a TCP socket only queues a FIN: it cannot fail in a way that says anything
 	// about the transaction, which has already completed.
 	_ = c.Close()
 	return phase, err
+}
+
+// awaitClose reads the end of the stream the server closes after its reply.
+func awaitClose(c net.Conn) (phase string, err error) {
+	var one [1]byte
+	n, err := c.Read(one[:])
+	switch {
+	case n > 0:
+		return "close", errors.New("the server sent more than its reply instead of closing (an echo server without --close-after-reply?)")
+	case errors.Is(err, io.EOF):
+		return "", nil
+	case err == nil:
+		return "close", io.ErrNoProgress
+	}
+	return "close", err
 }
 
 // exchange writes req and reads exactly len(resp) bytes, naming the phase that failed.

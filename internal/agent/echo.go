@@ -23,6 +23,9 @@ type EchoOptions struct {
 	Size int
 	// Log receives the "listening" line; nil discards it.
 	Log io.Writer
+	// CloseAfterReply closes each connection after its first reply, for crr clients with
+	// ServerCloses: the TIME_WAIT state then stays on the server's side.
+	CloseAfterReply bool
 }
 
 func (o EchoOptions) validate() error {
@@ -35,8 +38,9 @@ func (o EchoOptions) validate() error {
 // EchoServer answers each Size-byte request on a TCP connection with Size bytes, one goroutine
 // per connection, which is what the rr and crr clients expect on the other side.
 type EchoServer struct {
-	ln   net.Listener
-	size int
+	ln         net.Listener
+	size       int
+	closeAfter bool
 }
 
 // ListenEcho opens the echo server's listening socket; Serve then answers connections.
@@ -51,7 +55,7 @@ func ListenEcho(ctx context.Context, o EchoOptions) (*EchoServer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("echo server: listen on port %d: %w", o.Port, err)
 	}
-	return &EchoServer{ln: ln, size: o.Size}, nil
+	return &EchoServer{ln: ln, size: o.Size, closeAfter: o.CloseAfterReply}, nil
 }
 
 // listenConfig is how the echo server listens; tests check the sockets it makes.
@@ -153,7 +157,7 @@ func (s *EchoServer) handle(c net.Conn) {
 		if _, err := io.ReadFull(c, buf); err != nil {
 			return
 		}
-		if _, err := c.Write(buf); err != nil {
+		if _, err := c.Write(buf); err != nil || s.closeAfter {
 			return
 		}
 	}

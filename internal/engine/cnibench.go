@@ -28,15 +28,23 @@ func (cnibench) Supports(w Workload) bool {
 
 // ServerArgv implements Engine:
 //
-//	cnibench agent echo-server --port PORT --size SIZE
+//	cnibench agent echo-server --port PORT --size SIZE [--close-after-reply]  (the latter for tcp-crr)
+//
+// For tcp-crr the server closes each connection after its reply and the client waits for
+// that: TIME_WAIT stays on the server, so the client's ports never run out, on any node
+// whose sysctls cnibench cannot change (agent.CRR explains why the baseline needs it).
 func (cnibench) ServerArgv(w Workload, port int) []string {
-	return []string{"cnibench", "agent", "echo-server", "--port", strconv.Itoa(port),
+	argv := []string{"cnibench", "agent", "echo-server", "--port", strconv.Itoa(port),
 		"--size", strconv.Itoa(w.MessageSize)}
+	if w.Kind == TCPCRR {
+		argv = append(argv, "--close-after-reply")
+	}
+	return argv
 }
 
 // ClientArgv implements Engine:
 //
-//	cnibench agent crr --target TARGET --port PORT --duration 5s --size SIZE  (tcp-crr)
+//	cnibench agent crr --target TARGET --port PORT --duration 5s --size SIZE --server-closes  (tcp-crr)
 //	cnibench agent rr  --target TARGET --port PORT --duration 5s --size SIZE  (tcp-rr)
 //
 // TARGET is passed verbatim (IPv4, bare IPv6 such as fd00::1, or a DNS name); the
@@ -46,8 +54,12 @@ func (cnibench) ClientArgv(w Workload, target string, port int) []string {
 	if w.Kind == TCPRR {
 		mode = "rr"
 	}
-	return []string{"cnibench", "agent", mode, "--target", target, "--port", strconv.Itoa(port),
+	argv := []string{"cnibench", "agent", mode, "--target", target, "--port", strconv.Itoa(port),
 		"--duration", w.Duration.String(), "--size", strconv.Itoa(w.MessageSize)}
+	if w.Kind == TCPCRR {
+		argv = append(argv, "--server-closes")
+	}
+	return argv
 }
 
 // Parse implements Engine: rate_per_s becomes connections_per_s (crr) or
