@@ -17,7 +17,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes, datapaths, policies, pairs, failOn, tolerance string
+	var paths, nodes, datapaths, policies, pairs, failOn, tolerance, precision string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -36,6 +36,13 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 				if o.Overrides.Pairs, err = suite.ParsePairs(pairs); err != nil {
 					return err
 				}
+			}
+			if precision != "" {
+				v, err := suite.ParseFraction(precision)
+				if err != nil || v <= 0 || v >= 1 {
+					return fmt.Errorf("--precision %q: expected a percentage above 0%% and below 100%%, e.g. 5%%", precision)
+				}
+				o.Overrides.Precision = v
 			}
 			if datapaths != "" {
 				o.Overrides.Datapaths = strings.Split(datapaths, ",")
@@ -93,6 +100,8 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
 	f.DurationVar(&o.Overrides.Warmup, "warmup", 0, "duration of each warm-up sample (default 2s)")
 	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
+	f.StringVar(&precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget)")
+	f.DurationVar(&o.Overrides.Budget, "budget", 0, "with --precision: the run's time budget, setup included (default 10m)")
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it

@@ -144,7 +144,13 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			res.Samples = append(res.Samples, s)
 		}
 	}
-	return res, r.loop(ctx, steps, byName, &res)
+	if err := r.loop(ctx, steps, byName, &res); err != nil {
+		return res, err
+	}
+	if r.opts.Suite.Precision > 0 {
+		return res, r.adapt(ctx, byName, &res, seq)
+	}
+	return res, nil
 }
 
 // loop runs the schedule.
@@ -203,10 +209,7 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.S
 
 // report prints one progress line per sample.
 func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Duration) {
-	what := "warm-up"
-	if !st.Warmup() {
-		what = fmt.Sprintf("round %d/%d", st.Round, r.opts.Suite.Repetitions)
-	}
+	what := roundLabel(st, r.opts.Suite.Repetitions)
 	value := "FAILED: " + s.Error
 	if s.Error == "" {
 		value = headline(s)

@@ -21,6 +21,8 @@ type Overrides struct {
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
 	Seed                int64
+	Precision           float64       // 0 keeps the suite's
+	Budget              time.Duration // 0 keeps the suite's
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
 }
@@ -96,6 +98,12 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Seed != 0 {
 		s.Seed = o.Seed
 	}
+	if o.Precision != 0 {
+		s.Precision = Fraction(o.Precision)
+	}
+	if o.Budget != 0 {
+		s.Budget = Duration{o.Budget}
+	}
 	s.fillDefaults()
 	if err := s.Validate(); err != nil {
 		return Suite{}, flagNames(err)
@@ -106,7 +114,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 // flagNames adds the flag spelling to suite field names, since a user may have set them either way.
 func flagNames(err error) error {
 	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes"} {
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget"} {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}

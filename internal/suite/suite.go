@@ -6,6 +6,7 @@ package suite
 import (
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"time"
 
@@ -47,6 +48,47 @@ type Suite struct {
 	Warmup   Duration `json:"warmup"`
 	// Seed fixes the shuffled order of every round; 0 picks one, which is stored with the run.
 	Seed int64 `json:"seed,omitempty"`
+	// Precision, when set, makes Repetitions a minimum: the run then adds interleaved rounds
+	// while the headline figure of some workload has a 95 % CI half-width above this fraction
+	// of its mean (written "5%"), until Budget runs out.
+	Precision Fraction `json:"precision,omitempty"`
+	// Budget bounds the wall time of a run with Precision, setup included; default
+	// DefaultBudget.
+	Budget Duration `json:"budget,omitzero"`
+}
+
+// DefaultBudget is the time budget of a run with a precision target and no budget of its own.
+const DefaultBudget = 10 * time.Minute
+
+// Fraction is a share written as a percentage ("5%") or a fraction (0.05) in YAML.
+type Fraction float64
+
+// MarshalJSON writes the fraction as a percentage.
+func (f Fraction) MarshalJSON() ([]byte, error) {
+	return []byte(`"` + strconv.FormatFloat(float64(f)*100, 'g', -1, 64) + `%"`), nil
+}
+
+// UnmarshalJSON reads "5%" or 0.05.
+func (f *Fraction) UnmarshalJSON(b []byte) error {
+	v, err := ParseFraction(strings.Trim(string(b), `"`))
+	if err != nil {
+		return err
+	}
+	*f = Fraction(v)
+	return nil
+}
+
+// ParseFraction reads "5%" or "0.05" as 0.05.
+func ParseFraction(s string) (float64, error) {
+	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
+	v, err := strconv.ParseFloat(num, 64)
+	if err != nil {
+		return 0, fmt.Errorf("expected a percentage such as 5%%, got %q", s)
+	}
+	if pct {
+		v /= 100
+	}
+	return v, nil
 }
 
 // Target is one cluster to measure: the embedded local cluster (Local set) or an existing
@@ -164,6 +206,9 @@ func (s *Suite) fillDefaults() {
 	}
 	if s.Warmup.Duration == 0 {
 		s.Warmup = d.Warmup
+	}
+	if s.Precision > 0 && s.Budget.Duration == 0 {
+		s.Budget = Duration{DefaultBudget}
 	}
 	for i := range s.Targets {
 		if t := &s.Targets[i]; t.Local != nil {

@@ -135,3 +135,29 @@ func TestExamplesLoad(t *testing.T) {
 		}
 	}
 }
+
+func TestPrecisionAndBudget(t *testing.T) {
+	s := Default()
+	if y := s.YAML(); strings.Contains(y, "budget") || strings.Contains(y, "precision") {
+		t.Errorf("a suite without precision writes it:\n%s", y)
+	}
+	p, err := Parse([]byte("precision: 5%\n"))
+	if err != nil || p.Precision != 0.05 || p.Budget.Duration != DefaultBudget {
+		t.Fatalf("precision 5%%: %v, budget %s, %v", p.Precision, p.Budget, err)
+	}
+	back, err := Parse([]byte(p.YAML()))
+	if err != nil || back.Precision != 0.05 || back.Budget != p.Budget {
+		t.Errorf("round trip: %v %s, %v\n%s", back.Precision, back.Budget, err, p.YAML())
+	}
+	for in, want := range map[string]string{
+		"precision: 0.05\nbudget: 3m\n": "",
+		"precision: 150%\n":             "precision: expected a percentage above 0% and below 100%",
+		"precision: lots\n":             "expected a percentage such as 5%",
+		"budget: 3m\n":                  "budget: expected a positive duration, and only with precision",
+	} {
+		_, err := Parse([]byte(in))
+		if (want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), want)) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+}

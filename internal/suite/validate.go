@@ -105,6 +105,12 @@ func (s Suite) Validate() error {
 	if s.Warmup.Duration < time.Second || s.Warmup.Duration%time.Second != 0 {
 		add("warmup: expected whole seconds, at least 1s, got %s", s.Warmup)
 	}
+	if s.Precision < 0 || s.Precision >= 1 {
+		add("precision: expected a percentage above 0%% and below 100%% (e.g. 5%%), got %g%%", float64(s.Precision)*100)
+	}
+	if s.Budget.Duration < 0 || (s.Budget.Duration > 0 && s.Precision == 0) {
+		add("budget: expected a positive duration, and only with precision (it bounds the rounds precision adds), got %s", s.Budget)
+	}
 	return errors.Join(errs...)
 }
 

@@ -120,6 +120,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 	t.Run("ten pairs at once", func(t *testing.T) {
 		runPairs(ctx, t, dir)
 	})
+	t.Run("precision: rounds until a loose target, a budget for an impossible one", func(t *testing.T) {
+		runAdaptive(ctx, t, dir)
+	})
 	t.Run("Ctrl-C keeps finished samples and marks the run partial", func(t *testing.T) {
 		interruptRun(ctx, t, suiteFile, results, w)
 	})

@@ -1,0 +1,83 @@
+package runner
+
+import (
+	"math"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+func sample(target, path, workload string, metric string, v float64) store.Sample {
+	return store.Sample{Target: target, Path: path, Workload: workload, Pairs: 1, Round: 1, Metrics: map[string]float64{metric: v}}
+}
+
+func TestPrecision(t *testing.T) {
+	var samples []store.Sample
+	// Throughput within ±1 %; latency spread ±30 %.
+	for _, v := range []float64{10, 10.1, 9.9, 10.05, 9.95} {
+		samples = append(samples, sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", v))
+	}
+	for _, v := range []float64{30, 45, 20, 38, 25} {
+		samples = append(samples, sample("a", "cross-node", "tcp-rr/64B", "latency_p50_us", v))
+	}
+	// A flagged and a failed sample would spoil the throughput if they counted.
+	flagged := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 2)
+	flagged.Flags = []string{store.FlagSkew}
+	failed := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 0)
+	failed.Error = "boom"
+	warm := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 50)
+	warm.Warmup = true
+	// One sample only: no interval yet. Setup figures are not rounds: never a miss.
+	samples = append(samples, flagged, failed, warm,
+		sample("b", "same-node", "tcp-stream/1", "throughput_gbps", 7),
+		sample("a", SetupPath, "pod-startup", "pod_ready_p50_ms", 300))
+	misses, cells := Precision(samples, 0.05)
+	if cells != 3 {
+		t.Errorf("%d cells, want 3 (setup left out)", cells)
+	}
+	if len(misses) != 2 {
+		t.Fatalf("misses %+v, want the latency and the single sample", misses)
+	}
+	if m := misses[0]; m.Workload != "tcp-rr/64B" || m.Metric != "latency_p50_us" || m.N != 5 || !(m.RelCI > 0.05) {
+		t.Errorf("first miss %+v, want tcp-rr p50 above 5 %%", m)
+	}
+	if m := misses[1]; m.Target != "b" || m.N != 1 || !math.IsNaN(m.RelCI) {
+		t.Errorf("second miss %+v, want target b with one sample and no interval", m)
+	}
+	// Loose enough for the latency, and constant figures always meet the target.
+	samples = append(samples, sample("b", "same-node", "tcp-stream/1", "throughput_gbps", 7))
+	if misses, _ := Precision(samples, 0.5); len(misses) != 0 {
+		t.Errorf("at ±50 %%: misses %+v", misses)
+	}
+}
+
+func TestExtraRound(t *testing.T) {
+	s := suite.Default()
+	s.Targets = []suite.Target{{Name: "a"}, {Name: "b"}}
+	s.Paths = []string{suite.HostNetwork, suite.CrossNode}
+	s.Workloads = s.Workloads[:2] // tcp-stream/1 and /4
+	s.Seed = 7
+	misses := []Miss{{Target: "b", Path: suite.CrossNode, Workload: "tcp-stream/4", Pairs: 1}}
+	steps := extraRound(s, misses, 6, 100)
+	if len(steps) != 2 {
+		t.Fatalf("%d steps, want both targets of the missed group: %+v", len(steps), steps)
+	}
+	seen := map[string]bool{}
+	for i, st := range steps {
+		if st.Seq != 101+i || st.Round != 6 || st.Warmup() || st.Duration != 4*time.Second {
+			t.Errorf("step %+v", st)
+		}
+		if st.Combo.Path != suite.CrossNode || st.Combo.Workload.Streams != 4 {
+			t.Errorf("step outside the missed group: %+v", st.Combo)
+		}
+		seen[st.Combo.Target] = true
+	}
+	if !seen["a"] || !seen["b"] {
+		t.Errorf("targets %v, want a and b", seen)
+	}
+	if label := roundLabel(steps[0], 5); label != "round 6+" {
+		t.Errorf("label %q", label)
+	}
+}
