@@ -58,6 +58,7 @@ const (
 	CPUPer1kTx     = "cpu_s_per_1k_tx"
 	PodCPUPer1kTx  = "pod_cpu_s_per_1k_tx"
 	NodeCPU        = "node_cpu_pct"
+	NodeSteal      = "node_steal_pct"
 	HostCPUSeconds = "host_cpu_seconds"
 	PodCPUSeconds  = "pod_cpu_seconds"
 	HostMemUsed    = "host_mem_used_mib"
@@ -119,7 +120,8 @@ func specs() []Spec {
 		{PodCPUPerGB, "CPU-s/GB", "Client+server container CPU per gigabyte.", false, false, None},
 		{CPUPer1kTx, "CPU-s/1k", "Host CPU time per thousand transactions.", false, true, None},
 		{PodCPUPer1kTx, "CPU-s/1k", "Client+server container CPU per thousand transactions.", false, false, None},
-		{NodeCPU, "%", "Busy CPU of the hosts involved.", false, true, None},
+		{NodeCPU, "%", "Busy CPU of the hosts involved, steal time excluded.", false, true, None},
+		{NodeSteal, "%", "CPU time the hypervisor gave to other guests while the sample ran (steal): the neighbours' load, not this sample's cost.", false, false, None},
 		{HostCPUSeconds, "CPU-s", "Host CPU time during the sample.", false, false, None},
 		{PodCPUSeconds, "CPU-s", "Client+server container CPU time.", false, false, None},
 		{HostMemUsed, "MiB", "Host memory in use.", false, false, None},
@@ -166,7 +168,7 @@ func Lookup(name string) (Spec, bool) {
 // it, and a metric it does not know may be anything.
 func Bounds(name string) (lo, hi float64) {
 	switch name {
-	case Loss, NodeCPU:
+	case Loss, NodeCPU, NodeSteal:
 		return 0, 100
 	case Fairness:
 		return 0, 1
@@ -179,7 +181,7 @@ func Bounds(name string) (lo, hi float64) {
 
 // Costs lists the cost figures shown after each workload's own metrics, in display order.
 func Costs() []string {
-	return []string{CPUPerGB, CPUPer1kTx, NodeCPU, PodCPUPerGB, PodCPUPer1kTx, HostCPUSeconds, PodCPUSeconds, HostMemUsed, PodMemory}
+	return []string{CPUPerGB, CPUPer1kTx, NodeCPU, NodeSteal, PodCPUPerGB, PodCPUPer1kTx, HostCPUSeconds, PodCPUSeconds, HostMemUsed, PodMemory}
 }
 
 // Concurrency lists the figures of a sample with several pairs, in display order.

@@ -9,8 +9,10 @@ import (
 type Usage struct {
 	// WallSeconds is the time between the readings.
 	WallSeconds float64 `json:"wall_s"`
-	// CPUBusyPct is the busy share of all CPUs' time, 0-100.
+	// CPUBusyPct is the busy share of all CPUs' time, 0-100, steal excluded.
 	CPUBusyPct float64 `json:"cpu_busy_pct"`
+	// StealPct is the share of all CPUs' time the hypervisor gave to other guests, 0-100.
+	StealPct float64 `json:"steal_pct"`
 	// CPUCores is the average number of busy CPUs: CPUBusyPct/100 times the CPU count.
 	CPUCores float64 `json:"cpu_cores"`
 	// CPUSeconds is the busy CPU time, summed over CPUs.
@@ -38,7 +40,8 @@ func Delta(before, after NodeStat) (Usage, error) {
 	busy := after.CPUBusySeconds - before.CPUBusySeconds
 	total := after.CPUTotalSeconds - before.CPUTotalSeconds
 	softirq := after.CPUSoftirqSeconds - before.CPUSoftirqSeconds
-	if busy < 0 || total < 0 || softirq < 0 {
+	steal := after.CPUStealSeconds - before.CPUStealSeconds
+	if busy < 0 || total < 0 || softirq < 0 || steal < 0 {
 		return Usage{}, errors.New("cpu usage: a /proc/stat counter decreased between the readings")
 	}
 	u := Usage{
@@ -55,6 +58,7 @@ func Delta(before, after NodeStat) (Usage, error) {
 		// The counters are float seconds near 10^3-10^6 whose differences carry rounding
 		// error: a fully busy interval can come out a hair above 100%.
 		u.CPUBusyPct = min(100*busy/total, 100)
+		u.StealPct = min(100*steal/total, 100)
 		u.CPUCores = u.CPUBusyPct / 100 * float64(after.CPUs)
 	}
 	// A cgroup counter that decreased belongs to a new container (a restart between the

@@ -27,9 +27,12 @@ type NodeStat struct {
 	BootID string `json:"boot_id"`
 	// CPUs is the number of online CPUs (the cpuN lines of /proc/stat).
 	CPUs int `json:"cpus"`
-	// CPUBusySeconds is user+nice+system+irq+softirq+steal over all CPUs since boot.
+	// CPUBusySeconds is user+nice+system+irq+softirq over all CPUs since boot. Steal is not
+	// in it: on a shared VM it is time the hypervisor gave the neighbours, not work done here.
 	CPUBusySeconds float64 `json:"cpu_busy_s"`
-	// CPUTotalSeconds is CPUBusySeconds plus idle and iowait.
+	// CPUStealSeconds is the steal time over all CPUs since boot.
+	CPUStealSeconds float64 `json:"cpu_steal_s"`
+	// CPUTotalSeconds is CPUBusySeconds plus idle, iowait and steal: all the CPUs' time.
 	CPUTotalSeconds float64 `json:"cpu_total_s"`
 	// CPUSoftirqSeconds is the softirq time over all CPUs since boot: where most of the
 	// kernel's packet processing is accounted.
@@ -117,9 +120,10 @@ func readProcStat(path string, hz float64, s *NodeStat) error {
 		return fmt.Errorf("read cpu counters: %s has no cpuN lines", path)
 	}
 	user, nice, system, idle, iowait, irq, softirq, steal := agg[0], agg[1], agg[2], agg[3], agg[4], agg[5], agg[6], agg[7]
-	busy := user + nice + system + irq + softirq + steal
+	busy := user + nice + system + irq + softirq
 	s.CPUBusySeconds = float64(busy) / hz
-	s.CPUTotalSeconds = float64(busy+idle+iowait) / hz
+	s.CPUStealSeconds = float64(steal) / hz
+	s.CPUTotalSeconds = float64(busy+idle+iowait+steal) / hz
 	s.CPUSoftirqSeconds = float64(softirq) / hz
 	return nil
 }

@@ -50,7 +50,7 @@ func TestReadFromFixtures(t *testing.T) {
 		name: "v1",
 		want: NodeStat{
 			BootID: "11111111-2222-3333-4444-555555555555", CPUs: 4,
-			CPUBusySeconds: 14.05, CPUTotalSeconds: 65.05, CPUSoftirqSeconds: 0.70,
+			CPUBusySeconds: 14, CPUStealSeconds: 0.05, CPUTotalSeconds: 65.05, CPUSoftirqSeconds: 0.70,
 			MemTotalBytes: 16384000 * 1024, MemAvailableBytes: 8192000 * 1024,
 			CgroupCPUSeconds: 2.5, CgroupMemoryBytes: 104857600,
 		},
@@ -60,7 +60,7 @@ func TestReadFromFixtures(t *testing.T) {
 		name: "v2",
 		want: NodeStat{
 			BootID: "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", CPUs: 2,
-			CPUBusySeconds: 3.5, CPUTotalSeconds: 20, CPUSoftirqSeconds: 0.4,
+			CPUBusySeconds: 3.4, CPUStealSeconds: 0.1, CPUTotalSeconds: 20, CPUSoftirqSeconds: 0.4,
 			MemTotalBytes: 4096000 * 1024, MemAvailableBytes: 3072000 * 1024,
 			CgroupCPUSeconds: 1.234567, CgroupMemoryBytes: 52428800,
 		},
@@ -161,9 +161,9 @@ func TestReadFromVariants(t *testing.T) {
 	t.Run("USER_HZ from auxv", func(t *testing.T) {
 		root := copyTree(t, "testdata/v2")
 		write(t, filepath.Join(root, "proc/self/auxv"), string(auxv(6, 4096, atClkTck, 250, 0, 0)))
-		// 350 busy ticks at 250 Hz.
-		if s := read(t, root); !near(s.CPUBusySeconds, 1.4) {
-			t.Errorf("busy = %v, want 1.4", s.CPUBusySeconds)
+		// 340 busy ticks (steal apart) at 250 Hz.
+		if s := read(t, root); !near(s.CPUBusySeconds, 1.36) {
+			t.Errorf("busy = %v, want 1.36", s.CPUBusySeconds)
 		}
 	})
 }
@@ -329,5 +329,25 @@ func TestDelta(t *testing.T) {
 		if _, err := Delta(before, bad); err == nil {
 			t.Errorf("%s: no error", name)
 		}
+	}
+}
+
+// TestDeltaStealApart: a second in which one of two CPUs worked and the other was taken by
+// the hypervisor is 50 % busy and 50 % steal, not 100 % busy.
+func TestDeltaStealApart(t *testing.T) {
+	at := time.Date(2026, 11, 23, 0, 0, 0, 0, time.UTC)
+	before := NodeStat{BootID: "b", CPUs: 2, CPUBusySeconds: 10, CPUStealSeconds: 4, CPUTotalSeconds: 100, Time: at, CgroupCPUSeconds: -1}
+	after := before
+	after.CPUBusySeconds, after.CPUStealSeconds, after.CPUTotalSeconds, after.Time = 11, 5, 102, at.Add(time.Second)
+	u, err := Delta(before, after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if u.CPUBusyPct != 50 || u.StealPct != 50 || u.CPUSeconds != 1 {
+		t.Errorf("busy %v %%, steal %v %%, cpu %v s; want 50, 50, 1", u.CPUBusyPct, u.StealPct, u.CPUSeconds)
+	}
+	after.CPUStealSeconds = 3
+	if _, err := Delta(before, after); err == nil {
+		t.Error("a steal counter that went back was accepted")
 	}
 }

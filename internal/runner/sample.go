@@ -167,7 +167,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
 	seenHost := map[string]bool{}
-	var hostCPU, podCPU, busyPct, hosts, memUsed, podMem, containers float64
+	var hostCPU, podCPU, busyPct, stealPct, hosts, memUsed, podMem, containers float64
 	for i := range before {
 		u, err := monitor.Delta(before[i], after[i])
 		if err != nil {
@@ -186,6 +186,7 @@ func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Durati
 		seenHost[after[i].BootID] = true
 		hostCPU += u.CPUSeconds
 		busyPct += u.CPUBusyPct
+		stealPct += u.StealPct
 		memUsed += float64(u.MemUsedBytes)
 		hosts++
 	}
@@ -194,6 +195,7 @@ func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Durati
 	}
 	res["host_cpu_seconds"] = hostCPU
 	res["node_cpu_pct"] = busyPct / hosts
+	res[catalog.NodeSteal] = stealPct / hosts
 	res["pod_cpu_seconds"] = podCPU
 	res["host_mem_used_mib"] = memUsed / hosts / (1 << 20)
 	if containers > 0 {
