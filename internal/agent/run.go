@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -48,6 +49,16 @@ type RunReport struct {
 	// Stderr is the tool's standard error, its last 4 KiB.
 	Stderr    string      `json:"stderr,omitempty"`
 	Histogram *stats.Hist `json:"histogram_us,omitempty"`
+	// Window holds the node's and this container's counters read right before the tool
+	// started and right after it exited: the sample's measured window, without the execs
+	// and API calls around it. Nil when they could not be read.
+	Window *Window `json:"window,omitempty"`
+}
+
+// Window is a pair of counter readings around a tool's run.
+type Window struct {
+	Before monitor.NodeStat `json:"before"`
+	After  monitor.NodeStat `json:"after"`
 }
 
 // stderrKeep bounds the tool's stderr kept in the report.
@@ -70,9 +81,15 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.CommandContext(ctx, o.Argv[0], o.Argv[1:]...)
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	// Reading the counters costs about a millisecond of this process's time, inside the
+	// window: far below what any tool does in a sample.
+	before, beforeErr := monitor.Read()
 	rep := RunReport{StartNS: time.Now().UnixNano()}
 	err := cmd.Run()
 	rep.EndNS = time.Now().UnixNano()
+	if after, afterErr := monitor.Read(); beforeErr == nil && afterErr == nil {
+		rep.Window = &Window{Before: before, After: after}
+	}
 	rep.Stdout, rep.Stderr = stdout.String(), tail(stderr.String(), stderrKeep)
 	var exitErr *exec.ExitError
 	switch {

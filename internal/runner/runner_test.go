@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/monitor"
@@ -125,7 +126,7 @@ func TestResourcesCountEachHostOnce(t *testing.T) {
 	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0), stat("host-1", 100, 200, 20, t0)}
 	after := []monitor.NodeStat{stat("host-1", 106, 208, 12, t1), stat("host-1", 106, 208, 23, t1)}
 	m := engine.Metrics{"throughput_gbps": 8} // 8 Gbit/s for 4 s = 4 GB
-	res := resources(before, after, m, 4*time.Second)
+	res := resources(before, after, nil, m, 4*time.Second)
 	want := map[string]float64{"host_cpu_seconds": 6, "node_cpu_pct": 75, "pod_cpu_seconds": 5, "cpu_s_per_gb": 1.5, "pod_cpu_s_per_gb": 1.25}
 	for k, v := range want {
 		if math.Abs(res[k]-v) > 1e-9 {
@@ -135,12 +136,33 @@ func TestResourcesCountEachHostOnce(t *testing.T) {
 	// The same counters on two hosts: host CPU doubles, the busy percentage does not.
 	after2 := []monitor.NodeStat{after[0], stat("host-2", 106, 208, 23, t1)}
 	before2 := []monitor.NodeStat{before[0], stat("host-2", 100, 200, 20, t0)}
-	res = resources(before2, after2, m, 4*time.Second)
+	res = resources(before2, after2, nil, m, 4*time.Second)
 	if res["host_cpu_seconds"] != 12 || res["node_cpu_pct"] != 75 {
 		t.Errorf("two hosts: host CPU %g, busy %g%%", res["host_cpu_seconds"], res["node_cpu_pct"])
 	}
-	rr := resources(before, after, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
+	rr := resources(before, after, nil, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
 	if math.Abs(rr["cpu_s_per_1k_tx"]-1.5) > 1e-9 { // 6 CPU-s over 4000 transactions
 		t.Errorf("cpu_s_per_1k_tx = %g, want 1.5", rr["cpu_s_per_1k_tx"])
+	}
+}
+
+// TestResourcesUseTheMeasuredWindow: the clients' own readings around the tool replace the
+// exec readings of their host, which also count the execs and API calls around the sample;
+// a host without a client window (a remote server's node) keeps its exec readings.
+func TestResourcesUseTheMeasuredWindow(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	// Exec readings 6 s apart with 9 busy CPU-s; two clients' windows of 4 s on host-1 that
+	// overlap, together from busy 101.5 to 105.5 (4 CPU-s) over 8 CPU-s of time.
+	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0), stat("host-2", 50, 100, 20, t0)}
+	after := []monitor.NodeStat{stat("host-1", 109, 212, 12, t0.Add(6*time.Second)), stat("host-2", 53, 112, 23, t0.Add(6*time.Second))}
+	w1 := &agent.Window{Before: stat("host-1", 101.5, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 105, 209.5, 11.5, t0.Add(4900*time.Millisecond))}
+	w2 := &agent.Window{Before: stat("host-1", 101.6, 202.1, 10.6, t0.Add(1010*time.Millisecond)), After: stat("host-1", 105.5, 210, 11.6, t0.Add(5*time.Second))}
+	res := resources(before, after, []*agent.Window{w1, nil, w2}, engine.Metrics{"throughput_gbps": 8}, 4*time.Second)
+	// host-1 over its window: 4 CPU-s, 50 %; host-2 over the execs: 3 CPU-s, 25 %.
+	if got := res["host_cpu_seconds"]; math.Abs(got-7) > 1e-9 {
+		t.Errorf("host CPU %g, want 4 (host-1's window) + 3 (host-2's execs)", got)
+	}
+	if got := res["node_cpu_pct"]; math.Abs(got-37.5) > 1e-9 {
+		t.Errorf("busy %g %%, want the mean of 50 and 25", got)
 	}
 }

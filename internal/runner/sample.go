@@ -8,6 +8,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -96,7 +97,11 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		return fail(err)
 	}
 	s.Metrics = fig.metrics
-	s.Resources = resources(before, after, fig.metrics, st.Duration)
+	windows := make([]*agent.Window, len(reports))
+	for i, rep := range reports {
+		windows[i] = rep.Window
+	}
+	s.Resources = resources(before, after, windows, fig.metrics, st.Duration)
 	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
 		s.Flags = append(s.Flags, store.FlagSkew)
 	}
@@ -161,29 +166,48 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 }
 
 // resources turns counters into the sample's cost figures. Host CPU is counted once per host
-// (pods on one machine share its /proc/stat, as every node of the local cluster does); pod CPU
-// is the client's and server's own cgroups. No IRQ time accounting here: softirq work lands on
-// whatever task it interrupted, so host busy time is the honest total.
-func resources(before, after []monitor.NodeStat, m engine.Metrics, d time.Duration) map[string]float64 {
+// (pods on one machine share its /proc/stat, as every node of the local cluster does), over
+// the measured window where a client read it (its agent reads the counters right around the
+// tool), and over the exec readings around the sample elsewhere (a server's node of a remote
+// cluster). Pod CPU is the client's and server's own cgroups. No IRQ time accounting here:
+// softirq work lands on whatever task it interrupted, so host busy time is the honest total.
+func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
-	seenHost := map[string]bool{}
-	var hostCPU, podCPU, busyPct, stealPct, hosts, memUsed, podMem, containers float64
+	var podCPU, podMem, containers float64
+	hostBefore, hostAfter := map[string]monitor.NodeStat{}, map[string]monitor.NodeStat{}
 	for i := range before {
-		u, err := monitor.Delta(before[i], after[i])
-		if err != nil {
-			continue
-		}
-		if u.CgroupCPUSeconds >= 0 {
+		if u, err := monitor.Delta(before[i], after[i]); err == nil && u.CgroupCPUSeconds >= 0 {
 			podCPU += u.CgroupCPUSeconds
 		}
 		if m := after[i].CgroupMemoryBytes; m >= 0 {
 			podMem += float64(m)
 			containers++
 		}
-		if seenHost[after[i].BootID] {
+		if _, seen := hostBefore[before[i].BootID]; !seen {
+			hostBefore[before[i].BootID], hostAfter[after[i].BootID] = before[i], after[i]
+		}
+	}
+	// The window of a host runs from its first client's start to its last client's end.
+	windowed := map[string]bool{}
+	for _, w := range windows {
+		if w == nil {
 			continue
 		}
-		seenHost[after[i].BootID] = true
+		id := w.Before.BootID
+		if b, ok := hostBefore[id]; !windowed[id] || !ok || w.Before.Time.Before(b.Time) {
+			hostBefore[id] = w.Before
+		}
+		if a, ok := hostAfter[id]; !windowed[id] || !ok || w.After.Time.After(a.Time) {
+			hostAfter[id] = w.After
+		}
+		windowed[id] = true
+	}
+	var hostCPU, busyPct, stealPct, hosts, memUsed float64
+	for id, b := range hostBefore {
+		u, err := monitor.Delta(b, hostAfter[id])
+		if err != nil {
+			continue
+		}
 		hostCPU += u.CPUSeconds
 		busyPct += u.CPUBusyPct
 		stealPct += u.StealPct
