@@ -71,34 +71,7 @@ func Rank(samples []store.Sample) []RankGroup {
 			continue
 		}
 		g := RankGroup{Path: k.path, Workload: k.workload, Pairs: k.pairs, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
-		for target, xs := range byTarget {
-			s := summarize(k.metric, xs)
-			g.Entries = append(g.Entries, Ranked{Target: target, Summary: s, Mean: s.Mean})
-		}
-		sort.Slice(g.Entries, func(i, j int) bool {
-			a, b := g.Entries[i].Mean, g.Entries[j].Mean
-			if a == b {
-				return g.Entries[i].Target < g.Entries[j].Target
-			}
-			return (a > b) == g.HigherIsBetter
-		})
-		best := g.Entries[0]
-		g.Entries[0].Verdict, g.Entries[0].RatioToBest = "best", 1
-		for i := 1; i < len(g.Entries); i++ {
-			e := &g.Entries[i]
-			e.RatioToBest = math.NaN()
-			if best.Mean != 0 {
-				e.RatioToBest = e.Mean / best.Mean
-			}
-			e.Verdict = untested
-			cmp, err := stats.Compare(byTarget[best.Target], byTarget[e.Target], g.HigherIsBetter, stats.CompareOptions{Seed: 1})
-			if err == nil {
-				e.PValue, e.Verdict = cmp.PValue, "not significant"
-				if cmp.Verdict == stats.VerdictWorse {
-					e.Verdict = "worse"
-				}
-			}
-		}
+		g.Entries = rankEntries(k.metric, byTarget, spec.HigherIsBetter, "", "best")
 		groups = append(groups, g)
 	}
 	sort.Slice(groups, func(i, j int) bool {
@@ -124,23 +97,10 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 	}
 	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best, p from Mann-Whitney U):")
 	for _, g := range groups {
-		dir := "higher is better"
-		if !g.HigherIsBetter {
-			dir = "lower is better"
-		}
+		dir := direction(g.HigherIsBetter)
 		var parts []string
 		for _, e := range g.Entries {
-			s := e.Summary
-			part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(s))
-			switch e.Verdict {
-			case "worse":
-				part += fmt.Sprintf(" x%.2f worse (p=%.2g)", e.RatioToBest, e.PValue)
-			case "not significant":
-				part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
-			case untested:
-				part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
-			}
-			parts = append(parts, part)
+			parts = append(parts, entryText(e))
 		}
 		label := store.Cell{Workload: g.Workload, Pairs: g.Pairs}.WorkloadLabel()
 		fmt.Fprintf(w, "  %-22s %-14s %s [%s, %s]: %s\n", label, g.Path, g.Metric, g.Unit, dir, strings.Join(parts, " | "))
@@ -155,4 +115,76 @@ func pathRank(path string) int {
 		}
 	}
 	return len(suite.AllPaths())
+}
+
+// rankEntries summarises each name's values of a metric, orders them best first and compares
+// each with the reference (against, or the best when against is empty), whose verdict is
+// refVerdict.
+func rankEntries(metric string, byName map[string][]float64, higher bool, against, refVerdict string) []Ranked {
+	var entries []Ranked
+	for name, xs := range byName {
+		s := summarize(metric, xs)
+		entries = append(entries, Ranked{Target: name, Summary: s, Mean: s.Mean})
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].Mean, entries[j].Mean
+		if a == b {
+			return entries[i].Target < entries[j].Target
+		}
+		return (a > b) == higher
+	})
+	if against == "" {
+		against = entries[0].Target
+	}
+	ref := byName[against]
+	refMean := stats.Summarize(ref).Mean
+	for i := range entries {
+		e := &entries[i]
+		if e.Target == against {
+			e.Verdict, e.RatioToBest = refVerdict, 1
+			continue
+		}
+		e.RatioToBest = math.NaN()
+		if refMean != 0 {
+			e.RatioToBest = e.Mean / refMean
+		}
+		e.Verdict = untested
+		cmp, err := stats.Compare(ref, byName[e.Target], higher, stats.CompareOptions{Seed: 1})
+		if err == nil {
+			e.PValue, e.Verdict = cmp.PValue, "not significant"
+			switch cmp.Verdict {
+			case stats.VerdictWorse:
+				e.Verdict = "worse"
+			case stats.VerdictBetter:
+				e.Verdict = "better"
+			}
+		}
+	}
+	return entries
+}
+
+// entryText is one entry of a ranking or verdict line: mean, interval and how it compares.
+func entryText(e Ranked) string {
+	part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(e.Summary))
+	switch e.Verdict {
+	case "best", "reference":
+	case "not significant":
+		part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
+	case untested:
+		part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
+	default:
+		part += fmt.Sprintf(" x%.2f %s (p=%.2g)", e.RatioToBest, e.Verdict, e.PValue)
+	}
+	if e.Summary.Bimodal {
+		part += " bimodal"
+	}
+	return part
+}
+
+// direction says which way a metric is better.
+func direction(higher bool) string {
+	if higher {
+		return "higher is better"
+	}
+	return "lower is better"
 }

@@ -3,12 +3,10 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"sort"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -120,49 +118,15 @@ func headlineOf(byMetric map[string]map[string][]float64) string {
 	return ""
 }
 
-// rankLine orders the entries of a line and compares each with the reference: against, or
-// the best entry when against is empty.
+// rankLine fills a line's entries from each name's values, compared with against (or the
+// best when against is empty).
 func rankLine(l VerdictLine, byName map[string][]float64, against string) VerdictLine {
 	spec, _ := catalog.Lookup(l.Metric)
 	l.Unit, l.HigherIsBetter = spec.Unit, spec.HigherIsBetter
-	for name, xs := range byName {
-		s := summarize(l.Metric, xs)
-		l.Entries = append(l.Entries, Ranked{Target: name, Summary: s, Mean: s.Mean})
-	}
-	sort.Slice(l.Entries, func(i, j int) bool {
-		a, b := l.Entries[i].Mean, l.Entries[j].Mean
-		if a == b {
-			return l.Entries[i].Target < l.Entries[j].Target
-		}
-		return (a > b) == l.HigherIsBetter
-	})
-	l.Against = against
-	if against == "" {
-		l.Against = l.Entries[0].Target
-	}
-	ref := byName[l.Against]
-	refMean := stats.Summarize(ref).Mean
-	for i := range l.Entries {
-		e := &l.Entries[i]
-		if e.Target == l.Against {
-			e.Verdict, e.RatioToBest = "reference", 1
-			continue
-		}
-		e.RatioToBest = math.NaN()
-		if refMean != 0 {
-			e.RatioToBest = e.Mean / refMean
-		}
-		e.Verdict = untested
-		cmp, err := stats.Compare(ref, byName[e.Target], l.HigherIsBetter, stats.CompareOptions{Seed: 1})
-		if err == nil {
-			e.PValue, e.Verdict = cmp.PValue, "not significant"
-			switch cmp.Verdict {
-			case stats.VerdictWorse:
-				e.Verdict = "worse"
-			case stats.VerdictBetter:
-				e.Verdict = "better"
-			}
-		}
+	l.Entries = rankEntries(l.Metric, byName, l.HigherIsBetter, against, "reference")
+	l.Against = l.Entries[0].Target
+	if against != "" {
+		l.Against = against
 	}
 	return l
 }
@@ -174,27 +138,12 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 	}
 	fmt.Fprintln(w, "\nverdict (each workload's headline metric, best first, mean [95 % CI]; x = relative to the reference, p from Mann-Whitney U):")
 	for _, l := range lines {
-		dir := "higher is better"
-		if !l.HigherIsBetter {
-			dir = "lower is better"
-		}
+		dir := direction(l.HigherIsBetter)
 		var parts []string
 		for _, e := range l.Entries {
-			part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(e.Summary))
-			switch e.Verdict {
-			case "reference":
-				if l.Path == "" {
-					part += " (baseline)"
-				}
-			case "not significant":
-				part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
-			case untested:
-				part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
-			default:
-				part += fmt.Sprintf(" x%.2f %s (p=%.2g)", e.RatioToBest, e.Verdict, e.PValue)
-			}
-			if e.Summary.Bimodal {
-				part += " bimodal"
+			part := entryText(e)
+			if e.Verdict == "reference" && l.Path == "" {
+				part += " (baseline)"
 			}
 			parts = append(parts, part)
 		}
