@@ -144,6 +144,7 @@ func newAgentRunCommand() *cobra.Command {
 	f := cmd.Flags()
 	f.BoolVar(&o.Barrier, "barrier", false, "print "+agent.ReadyLine+" on stderr and start only when a line arrives on stdin")
 	f.StringVar(&o.RTTLog, "rtt-log", "", "sockperf --full-log file the command writes, read into a round-trip histogram")
+	f.IntVar(&o.KeepAwake, "keep-awake", 0, "keep CPUs out of idle while the command runs: the share of this node's CPUs of one of N pairs (0: off)")
 	return cmd
 }
 

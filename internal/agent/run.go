@@ -10,6 +10,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -35,6 +36,10 @@ type RunOptions struct {
 	RTTLog string
 	In     io.Reader
 	Err    io.Writer
+	// KeepAwake, when positive, is the number of pairs sharing the node: the run keeps its
+	// share of the node's CPUs (CPUs/KeepAwake, rounded up) out of idle while the tool runs
+	// (see Awake).
+	KeepAwake int
 }
 
 // RunReport is what `cnibench agent run` prints as JSON.
@@ -59,6 +64,10 @@ type RunReport struct {
 type Window struct {
 	Before monitor.NodeStat `json:"before"`
 	After  monitor.NodeStat `json:"after"`
+	// AwakeSeconds is the CPU time the keep-awake spinners used (in this container, on the
+	// node): not the sample's work. AwakePolicy is their scheduling class, empty without.
+	AwakeSeconds float64 `json:"awake_s,omitempty"`
+	AwakePolicy  string  `json:"awake_policy,omitempty"`
 }
 
 // stderrKeep bounds the tool's stderr kept in the report.
@@ -83,12 +92,23 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	// Reading the counters costs about a millisecond of this process's time, inside the
 	// window: far below what any tool does in a sample.
+	var awake *Awake
+	if o.KeepAwake > 0 {
+		awake = KeepAwake((runtime.NumCPU() + o.KeepAwake - 1) / o.KeepAwake)
+	}
 	before, beforeErr := monitor.Read()
 	rep := RunReport{StartNS: time.Now().UnixNano()}
 	err := cmd.Run()
 	rep.EndNS = time.Now().UnixNano()
-	if after, afterErr := monitor.Read(); beforeErr == nil && afterErr == nil {
+	after, afterErr := monitor.Read()
+	if beforeErr == nil && afterErr == nil {
 		rep.Window = &Window{Before: before, After: after}
+	}
+	if awake != nil {
+		secs, policy := awake.Stop()
+		if rep.Window != nil {
+			rep.Window.AwakeSeconds, rep.Window.AwakePolicy = secs, policy
+		}
 	}
 	rep.Stdout, rep.Stderr = stdout.String(), tail(stderr.String(), stderrKeep)
 	var exitErr *exec.ExitError

@@ -71,3 +71,17 @@ func Delta(before, after NodeStat) (Usage, error) {
 	}
 	return u, nil
 }
+
+// Without takes seconds of CPU time that were not the measured work (spinners that kept the
+// CPUs awake) out of the busy figures, never below zero.
+func (u Usage) Without(seconds float64) Usage {
+	if seconds <= 0 || u.CPUSeconds <= 0 {
+		return u
+	}
+	left := max(u.CPUSeconds-seconds, 0)
+	scale := left / u.CPUSeconds
+	u.CPUBusyPct *= scale
+	u.CPUCores *= scale
+	u.CPUSeconds = left
+	return u
+}

@@ -351,3 +351,17 @@ func TestDeltaStealApart(t *testing.T) {
 		t.Error("a steal counter that went back was accepted")
 	}
 }
+
+func TestUsageWithout(t *testing.T) {
+	u := Usage{CPUSeconds: 4, CPUBusyPct: 50, CPUCores: 1}
+	got := u.Without(1)
+	if got.CPUSeconds != 3 || got.CPUBusyPct != 37.5 || got.CPUCores != 0.75 {
+		t.Errorf("4 CPU-s at 50 %% without 1: %+v", got)
+	}
+	if got := u.Without(9); got.CPUSeconds != 0 || got.CPUBusyPct != 0 {
+		t.Errorf("more taken out than there was: %+v", got)
+	}
+	if got := u.Without(0); got != u {
+		t.Errorf("nothing taken out: %+v", got)
+	}
+}

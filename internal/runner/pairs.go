@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -38,9 +39,12 @@ const skewFlagFraction = 0.05
 
 // clientArgv wraps a pair's client command in `cnibench agent run`, which waits at the
 // barrier, times the start on the node and, for several pairs, logs every round trip.
-func clientArgv(eng engine.Engine, ew engine.Workload, end pairEnd, pairs int) []string {
+func clientArgv(eng engine.Engine, ew engine.Workload, end pairEnd, pairs int, awake bool) []string {
 	argv := eng.ClientArgv(ew, end.target, end.port)
 	wrap := []string{"cnibench", "agent", "run", "--barrier"}
+	if awake && (ew.Kind == engine.TCPRR || ew.Kind == engine.TCPCRR) {
+		wrap = append(wrap, "--keep-awake", strconv.Itoa(pairs))
+	}
 	if l, ok := eng.(engine.RTTLogger); ok && pairs > 1 {
 		argv = l.WithRTTLog(argv, rttLogFile)
 		wrap = append(wrap, "--rtt-log", rttLogFile)

@@ -178,7 +178,17 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
+	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
 	return tg, nil
+}
+
+// rrMethod says how request/response samples treat idle CPUs, which decides what their
+// latency contains.
+func rrMethod(s suite.Suite) string {
+	if s.AwakeRR() {
+		return "keep-awake: lowest-class spinners on the client node's CPUs during tcp-rr and tcp-crr"
+	}
+	return "idle: CPUs may halt between messages (a VM's wake-up is in the latency)"
 }
 
 // teardown removes what the run created in every target, with its own deadline: it also runs

@@ -5,6 +5,7 @@ import (
 	"reflect"
 	"slices"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -164,5 +165,49 @@ func TestResourcesUseTheMeasuredWindow(t *testing.T) {
 	}
 	if got := res["node_cpu_pct"]; math.Abs(got-37.5) > 1e-9 {
 		t.Errorf("busy %g %%, want the mean of 50 and 25", got)
+	}
+}
+
+// TestResourcesLeaveOutTheSpinners: the keep-awake spinners' CPU is not the sample's.
+func TestResourcesLeaveOutTheSpinners(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0)}
+	after := []monitor.NodeStat{stat("host-1", 110, 212, 14, t0.Add(6*time.Second))}
+	// A 4 s window with 8 CPU-s of time, 6 of them busy, 4 of those spinning.
+	w := &agent.Window{Before: stat("host-1", 101, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 107, 210, 13.5, t0.Add(5*time.Second)),
+		AwakeSeconds: 4}
+	res := resources(before, after, []*agent.Window{w}, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
+	if got := res["host_cpu_seconds"]; math.Abs(got-2) > 1e-9 {
+		t.Errorf("host CPU %g, want 6 busy - 4 spinning", got)
+	}
+	if got := res["node_cpu_pct"]; math.Abs(got-25) > 1e-9 {
+		t.Errorf("busy %g %%, want 2 of 8 CPU-s", got)
+	}
+	if got := res["pod_cpu_seconds"]; got != 0 {
+		t.Errorf("pod CPU %g, want 4 - 4 spinning", got)
+	}
+}
+
+func TestClientArgvKeepsAwakeForRequestResponse(t *testing.T) {
+	end := pairEnd{clientPod: "c", target: "10.0.0.2", port: 5201}
+	for _, c := range []struct {
+		kind  string
+		awake bool
+		want  string
+	}{
+		{engine.TCPRR, true, "--keep-awake 4 --"},
+		{engine.TCPCRR, true, "--keep-awake 4 --"},
+		{engine.TCPStream, true, ""},
+		{engine.TCPRR, false, ""},
+	} {
+		ew := engine.Workload{Kind: c.kind, MessageSize: 64, Streams: 1, Duration: 4 * time.Second}
+		eng, err := engine.For(ew)
+		if err != nil {
+			t.Fatal(err)
+		}
+		argv := strings.Join(clientArgv(eng, ew, end, 4, c.awake), " ")
+		if has := strings.Contains(argv, "--keep-awake"); has != (c.want != "") || (c.want != "" && !strings.Contains(argv, c.want)) {
+			t.Errorf("%s awake=%v: %s", c.kind, c.awake, argv)
+		}
 	}
 }

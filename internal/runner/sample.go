@@ -77,7 +77,7 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	argvs := make([][]string, n)
 	for i, e := range ends {
 		statPods = append(statPods, e.statPods...)
-		argvs[i] = clientArgv(eng, ew, e, n)
+		argvs[i] = clientArgv(eng, ew, e, n, r.opts.Suite.AwakeRR())
 	}
 	before, err := r.stats(ctx, tg, statPods)
 	if err != nil {
@@ -187,13 +187,17 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 			hostBefore[before[i].BootID], hostAfter[after[i].BootID] = before[i], after[i]
 		}
 	}
-	// The window of a host runs from its first client's start to its last client's end.
+	// The window of a host runs from its first client's start to its last client's end. The
+	// keep-awake spinners' time is not the sample's: it leaves the host's and the pods' CPU.
 	windowed := map[string]bool{}
+	awake := map[string]float64{}
 	for _, w := range windows {
 		if w == nil {
 			continue
 		}
 		id := w.Before.BootID
+		awake[id] += w.AwakeSeconds
+		podCPU -= w.AwakeSeconds
 		if b, ok := hostBefore[id]; !windowed[id] || !ok || w.Before.Time.Before(b.Time) {
 			hostBefore[id] = w.Before
 		}
@@ -208,6 +212,7 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 		if err != nil {
 			continue
 		}
+		u = u.Without(awake[id])
 		hostCPU += u.CPUSeconds
 		busyPct += u.CPUBusyPct
 		stealPct += u.StealPct
@@ -220,7 +225,7 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 	res["host_cpu_seconds"] = hostCPU
 	res["node_cpu_pct"] = busyPct / hosts
 	res[catalog.NodeSteal] = stealPct / hosts
-	res["pod_cpu_seconds"] = podCPU
+	res["pod_cpu_seconds"] = max(podCPU, 0)
 	res["host_mem_used_mib"] = memUsed / hosts / (1 << 20)
 	if containers > 0 {
 		res[catalog.PodMemory] = podMem / containers / (1 << 20)
@@ -229,12 +234,12 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 	if gbps, ok := m["throughput_gbps"]; ok && gbps > 0 {
 		gigabytes := gbps * secs / 8
 		res["cpu_s_per_gb"] = hostCPU / gigabytes
-		res["pod_cpu_s_per_gb"] = podCPU / gigabytes
+		res["pod_cpu_s_per_gb"] = max(podCPU, 0) / gigabytes
 	}
 	for _, key := range []string{"transactions_per_s", "connections_per_s"} {
 		if rate, ok := m[key]; ok && rate > 0 {
 			res["cpu_s_per_1k_tx"] = hostCPU / (rate * secs / 1000)
-			res["pod_cpu_s_per_1k_tx"] = podCPU / (rate * secs / 1000)
+			res["pod_cpu_s_per_1k_tx"] = max(podCPU, 0) / (rate * secs / 1000)
 		}
 	}
 	return res

@@ -55,7 +55,14 @@ type Suite struct {
 	// Budget bounds the wall time of a run with Precision, setup included; default
 	// DefaultBudget.
 	Budget Duration `json:"budget,omitzero"`
+	// KeepAwake keeps the client node's CPUs out of idle during request/response samples
+	// (tcp-rr, tcp-crr), so that their latency is the datapath's and not a VM's wake-up;
+	// default true.
+	KeepAwake *bool `json:"keepAwake,omitempty"`
 }
+
+// AwakeRR reports whether request/response samples keep the CPUs awake.
+func (s Suite) AwakeRR() bool { return s.KeepAwake == nil || *s.KeepAwake }
 
 // DefaultBudget is the time budget of a run with a precision target and no budget of its own.
 const DefaultBudget = 10 * time.Minute
