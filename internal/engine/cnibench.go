@@ -42,6 +42,9 @@ func (cnibench) ServerArgv(w Workload, port int) []string {
 	return argv
 }
 
+// ServerClosesFirst reports whether the server closes each connection first: for tcp-crr.
+func (cnibench) ServerClosesFirst(w Workload) bool { return w.Kind == TCPCRR }
+
 // ClientArgv implements Engine:
 //
 //	cnibench agent crr --target TARGET --port PORT --duration 5s --size SIZE --server-closes  (tcp-crr)

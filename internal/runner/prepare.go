@@ -41,8 +41,9 @@ func servers(s suite.Suite, portBase int) (map[string]int, [][]kube.Server, erro
 	byWorkload := map[string]int{}
 	byCommand := map[string]int{}
 	type tmpl struct {
-		name string
-		argv func(port int) []string
+		name   string
+		argv   func(port int) []string
+		closes bool // closes its connections first
 	}
 	var list []tmpl
 	for _, w := range s.Workloads {
@@ -59,19 +60,40 @@ func servers(s suite.Suite, portBase int) (map[string]int, [][]kube.Server, erro
 		if !ok {
 			j = len(list)
 			byCommand[key] = j
-			list = append(list, tmpl{fmt.Sprintf("srv%d-%s", j, eng.Name()), func(port int) []string { return eng.ServerArgv(ew, port) }})
+			c, ok := eng.(serverCloser)
+			list = append(list, tmpl{fmt.Sprintf("srv%d-%s", j, eng.Name()), func(port int) []string { return eng.ServerArgv(ew, port) },
+				ok && c.ServerClosesFirst(ew)})
 		}
 		byWorkload[ew.ID()] = j
+	}
+	if n := s.MostPairs() * len(list); n > closerPorts {
+		return nil, nil, fmt.Errorf("%d pairs of %d servers need %d ports, more than the %d a variant has: fewer pairs or workloads",
+			s.MostPairs(), len(list), n, closerPorts)
 	}
 	sets := make([][]kube.Server, s.MostPairs())
 	for i := range sets {
 		for j, t := range list {
 			port := portBase + i*len(list) + j
+			if t.closes {
+				port += closerPorts
+			}
 			sets[i] = append(sets[i], kube.Server{Name: t.name, Argv: t.argv(port), Port: port})
 		}
 	}
 	return byWorkload, sets, nil
 }
+
+// serverCloser is an engine whose server may close its connections first (tcp-crr's echo
+// server): the TIME_WAIT state then holds its port for a minute after the run, which only a
+// server that rebinds with SO_REUSEADDR, as Go's listeners do, can take again.
+type serverCloser interface {
+	ServerClosesFirst(w engine.Workload) bool
+}
+
+// closerPorts moves the ports of servers that close first to a block of their own within a
+// variant's range, so that the next run never hands one of them to another tool (sockperf
+// does not set SO_REUSEADDR and fails to bind a port with TIME_WAIT sockets left on it).
+const closerPorts = portsPerVariant / 2
 
 // roles lists the pods the suite's paths need; workloads inside one pod run in the client.
 func roles(paths []string, workloads []suite.Workload) []string {

@@ -87,6 +87,20 @@ func TestServersShareOneContainerPerCommand(t *testing.T) {
 			}
 		}
 	}
+	// The crr echo server, which closes first and leaves TIME_WAIT on its port, listens in a
+	// block no other server is given.
+	for _, set := range sets {
+		for _, srv := range set {
+			closes := slices.Contains(srv.Argv, "--close-after-reply")
+			if inBlock := srv.Port >= serverPortBase+portsPerVariant+closerPorts; closes != inBlock {
+				t.Errorf("server %s on port %d: closes first %v, in the closers' block %v", srv.Name, srv.Port, closes, inBlock)
+			}
+		}
+	}
+	s.Pairs = []int{suite.MaxPairs, 1}
+	if _, _, err := servers(s, serverPortBase); err != nil {
+		t.Errorf("the most pairs a suite may ask for: %v", err)
+	}
 	tcp1 := byWorkload[s.Workloads[0].Engine(time.Second).ID()]
 	udp := byWorkload[s.Workloads[2].Engine(time.Second).ID()]
 	if tcp1 != udp {
