@@ -37,10 +37,14 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 					return err
 				}
 			}
-			if precision != "" {
+			switch precision {
+			case "":
+			case "off":
+				o.Overrides.Precision = -1
+			default:
 				v, err := suite.ParseFraction(precision)
 				if err != nil || v <= 0 || v >= 1 {
-					return fmt.Errorf("--precision %q: expected a percentage above 0%% and below 100%%, e.g. 5%%", precision)
+					return fmt.Errorf("--precision %q: expected a percentage above 0%% and below 100%%, e.g. 5%%, or off", precision)
 				}
 				o.Overrides.Precision = v
 			}
@@ -100,7 +104,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
 	f.DurationVar(&o.Overrides.Warmup, "warmup", 0, "duration of each warm-up sample (default 2s)")
 	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
-	f.StringVar(&precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget)")
+	f.StringVar(&precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget); off: exactly --repetitions rounds (default suite: 5%)")
 	f.DurationVar(&o.Overrides.Budget, "budget", 0, "with --precision: the run's time budget, setup included (default 10m)")
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")

@@ -21,7 +21,7 @@ type Overrides struct {
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
 	Seed                int64
-	Precision           float64       // 0 keeps the suite's
+	Precision           float64       // 0 keeps the suite's; negative turns it off
 	Budget              time.Duration // 0 keeps the suite's
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
@@ -99,7 +99,10 @@ func Resolve(file string, o Overrides) (Suite, error) {
 		s.Seed = o.Seed
 	}
 	if o.Precision != 0 {
-		s.Precision = Fraction(o.Precision)
+		s.Precision = Fraction(max(o.Precision, 0))
+		if o.Precision < 0 {
+			s.Budget = Duration{}
+		}
 	}
 	if o.Budget != 0 {
 		s.Budget = Duration{o.Budget}

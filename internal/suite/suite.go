@@ -153,7 +153,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 }
 
 // Default is the suite `cnibench run` runs with no arguments: the reference studies' core
-// matrix on the local cluster, sized to finish within ten minutes on a 2-core machine.
+// matrix on the local cluster, as precise as ten minutes allow on a 2-core machine.
 func Default() Suite {
 	return Suite{
 		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: binaries.DefaultKubernetesVersion}}},
@@ -165,11 +165,19 @@ func Default() Suite {
 			{Kind: engine.TCPRR, Size: 64},
 			{Kind: engine.TCPCRR, Size: 64},
 		},
-		Repetitions: 5,
+		// Three rounds at least, then more where a headline figure is still wider than
+		// ±5 %, within ten minutes: decision-grade figures for the time a user waits.
+		Repetitions: 3,
+		Precision:   0.05,
+		Budget:      Duration{DefaultBudget},
 		Duration:    Duration{4 * time.Second},
 		Warmup:      Duration{2 * time.Second},
 	}
 }
+
+// fileRepetitions is the rounds of a suite file that names none: it has no precision target
+// unless it sets one, so its rounds are all it gets.
+const fileRepetitions = 5
 
 // Load reads a suite file; fields it omits take the defaults, and unknown fields are errors.
 func Load(path string) (Suite, error) {
@@ -206,7 +214,7 @@ func (s *Suite) fillDefaults() {
 		s.Pairs = []int{1}
 	}
 	if s.Repetitions == 0 {
-		s.Repetitions = d.Repetitions
+		s.Repetitions = fileRepetitions
 	}
 	if s.Duration.Duration == 0 {
 		s.Duration = d.Duration

@@ -137,9 +137,22 @@ func TestExamplesLoad(t *testing.T) {
 }
 
 func TestPrecisionAndBudget(t *testing.T) {
-	s := Default()
+	s, err := Parse([]byte("repetitions: 4\n"))
+	if err != nil || s.Precision != 0 || s.Repetitions != 4 {
+		t.Fatalf("a suite file without precision: %v, %v", s.Precision, err)
+	}
 	if y := s.YAML(); strings.Contains(y, "budget") || strings.Contains(y, "precision") {
 		t.Errorf("a suite without precision writes it:\n%s", y)
+	}
+	if d := Default(); d.Precision != 0.05 || d.Budget.Duration != DefaultBudget || d.Repetitions != 3 {
+		t.Errorf("the default suite: precision %v, budget %s, %d rounds", d.Precision, d.Budget, d.Repetitions)
+	}
+	if f, err := Parse([]byte("paths: [cross-node]\n")); err != nil || f.Repetitions != fileRepetitions || f.Precision != 0 {
+		t.Errorf("a file naming no rounds: %d rounds, precision %v, %v", f.Repetitions, f.Precision, err)
+	}
+	off, err := Resolve("", Overrides{Precision: -1})
+	if err != nil || off.Precision != 0 || off.Budget.Duration != 0 {
+		t.Errorf("--precision off: %v, budget %s, %v", off.Precision, off.Budget, err)
 	}
 	p, err := Parse([]byte("precision: 5%\n"))
 	if err != nil || p.Precision != 0.05 || p.Budget.Duration != DefaultBudget {
