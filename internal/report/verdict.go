@@ -31,69 +31,41 @@ type VerdictLine struct {
 // untested is the verdict of an entry with too few samples for a test.
 const untested = "untested"
 
+// verdictCell is a (workload, pairs, path) cell; the path is empty when lines are per workload.
+type verdictCell struct {
+	workload string
+	pairs    int
+	path     string
+}
+
+// byMetric holds a cell's values by metric, then by target or path.
+type byMetric map[string]map[string][]float64
+
+func (b byMetric) add(metric, name string, v float64) {
+	if b[metric] == nil {
+		b[metric] = map[string][]float64{}
+	}
+	b[metric][name] = append(b[metric][name], v)
+}
+
 // Verdict picks, for every cell, the workload's headline metric (the first of
 // catalog.ProgressOrder it measured) and ranks what the run compared on it.
 func Verdict(samples []store.Sample) []VerdictLine {
-	type cell struct {
-		workload string
-		pairs    int
-		path     string
-	}
-	values := map[cell]map[string]map[string][]float64{} // cell -> metric -> target -> values
 	targets := map[string]bool{}
 	for _, s := range samples {
-		if s.Warmup || s.Error != "" {
-			continue
-		}
 		targets[s.Target] = true
-		c := cell{s.Workload, s.Cell().Pairs, s.Path}
-		if values[c] == nil {
-			values[c] = map[string]map[string][]float64{}
-		}
-		for name, v := range s.Metrics {
-			if values[c][name] == nil {
-				values[c][name] = map[string][]float64{}
-			}
-			values[c][name][s.Target] = append(values[c][name][s.Target], v)
-		}
 	}
 	var lines []VerdictLine
-	if len(targets) > 1 {
-		for c, byMetric := range values {
-			metric := headlineOf(byMetric)
-			if metric == "" || len(byMetric[metric]) < 2 {
-				continue
-			}
-			lines = append(lines, rankLine(VerdictLine{Workload: c.workload, Pairs: c.pairs, Path: c.path, Metric: metric}, byMetric[metric], ""))
+	for c, values := range verdictValues(samples, len(targets) > 1) {
+		metric := headlineOf(values)
+		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
+			continue
 		}
-	} else {
-		// One target: its paths against the baseline, per workload.
-		byWorkload := map[cell]map[string]map[string][]float64{} // (workload, pairs) -> metric -> path -> values
-		for c, byMetric := range values {
-			k := cell{workload: c.workload, pairs: c.pairs}
-			if byWorkload[k] == nil {
-				byWorkload[k] = map[string]map[string][]float64{}
-			}
-			for m, byTarget := range byMetric {
-				if byWorkload[k][m] == nil {
-					byWorkload[k][m] = map[string][]float64{}
-				}
-				for _, xs := range byTarget {
-					byWorkload[k][m][c.path] = xs
-				}
-			}
+		against := ""
+		if _, ok := values[metric][suite.HostNetwork]; c.path == "" && ok && len(values[metric]) > 1 {
+			against = suite.HostNetwork
 		}
-		for k, byMetric := range byWorkload {
-			metric := headlineOf(byMetric)
-			if metric == "" {
-				continue
-			}
-			against := ""
-			if _, ok := byMetric[metric][suite.HostNetwork]; ok && len(byMetric[metric]) > 1 {
-				against = suite.HostNetwork
-			}
-			lines = append(lines, rankLine(VerdictLine{Workload: k.workload, Pairs: k.pairs, Metric: metric}, byMetric[metric], against))
-		}
+		lines = append(lines, rankLine(VerdictLine{Workload: c.workload, Pairs: c.pairs, Path: c.path, Metric: metric}, values[metric], against))
 	}
 	sort.Slice(lines, func(i, j int) bool {
 		a, b := lines[i], lines[j]
@@ -108,10 +80,33 @@ func Verdict(samples []store.Sample) []VerdictLine {
 	return lines
 }
 
+// verdictValues groups the measured values: with several targets by (workload, pairs, path)
+// and target, so that targets are compared on each path; with one by (workload, pairs) and
+// path, so that its paths are compared with each other.
+func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetric {
+	out := map[verdictCell]byMetric{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" {
+			continue
+		}
+		c, name := verdictCell{s.Workload, s.Cell().Pairs, s.Path}, s.Target
+		if !byTarget {
+			c.path, name = "", s.Path
+		}
+		if out[c] == nil {
+			out[c] = byMetric{}
+		}
+		for metric, v := range s.Metrics {
+			out[c].add(metric, name, v)
+		}
+	}
+	return out
+}
+
 // headlineOf is the metric a workload's verdict is about.
-func headlineOf(byMetric map[string]map[string][]float64) string {
+func headlineOf(values byMetric) string {
 	for _, m := range catalog.ProgressOrder() {
-		if _, ok := byMetric[m]; ok {
+		if _, ok := values[m]; ok {
 			return m
 		}
 	}
