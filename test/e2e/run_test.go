@@ -303,12 +303,12 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 		ours[0], theirs[0], ratio, ours, theirs)
 	// Both measure one TCP round trip of 64 bytes between the same pods, with the CPUs kept out
 	// of idle (sockperf sleeps between messages, Go spins a moment; on an idle VM that alone
-	// made them differ by up to 4x). With the wake-up controlled, five CI runs gave ratios of
-	// 0.97 to 1.47 (Go's netpoller adds a few microseconds); measuring something else shows as
-	// far more: a connect per transaction is about 7x, Nagle with delayed ACKs about 1000x.
-	// Hence a factor of two.
-	if ratio < 1.0/2 || ratio > 2 {
-		t.Errorf("in-house RR p50 %.1f us vs sockperf %.1f us: ratio %.2f outside [1/2, 2]", ours[0], theirs[0], ratio)
+	// made them differ by up to 4x). With the wake-up controlled, six CI runs gave ratios of
+	// 0.97 to 1.78 (Go's netpoller adds a few microseconds, more on a busy machine); measuring
+	// something else shows as far more: a connect per transaction is about 7x, Nagle with
+	// delayed ACKs about 1000x. Hence a factor of 2.5.
+	if ratio < 1/2.5 || ratio > 2.5 {
+		t.Errorf("in-house RR p50 %.1f us vs sockperf %.1f us: ratio %.2f outside [1/2.5, 2.5]", ours[0], theirs[0], ratio)
 	}
 }
 
