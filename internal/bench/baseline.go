@@ -15,23 +15,28 @@ import (
 // the same name (or its only target, when both runs have one), printing each comparison and
 // applying the gate when one is set.
 func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseline string, run store.Run, targets []store.Target, gate *compare.Gate) error {
-	base, err := export.Load(ctx, src, baseline)
+	// The run and its targets only: Compare reads the samples of the sides it compares.
+	base, err := src.Run(ctx, baseline)
+	if err != nil {
+		return fmt.Errorf("--baseline %s: %w", baseline, err)
+	}
+	baseTargets, err := src.Targets(ctx, base.ID)
 	if err != nil {
 		return fmt.Errorf("--baseline %s: %w", baseline, err)
 	}
 	names := map[string]bool{}
-	for _, t := range base.Targets {
+	for _, t := range baseTargets {
 		names[t.Name] = true
 	}
 	var errs []error
 	compared := 0
 	for _, t := range targets {
-		a := compare.Side{Run: base.Run.ID, Target: t.Name}
+		a := compare.Side{Run: base.ID, Target: t.Name}
 		if !names[t.Name] {
-			if len(base.Targets) != 1 || len(targets) != 1 {
+			if len(baseTargets) != 1 || len(targets) != 1 {
 				continue
 			}
-			a.Target = base.Targets[0].Name
+			a.Target = baseTargets[0].Name
 		}
 		res, err := compare.Compare(ctx, src, compare.Options{A: a, B: compare.Side{Run: run.ID, Target: t.Name}, Seed: compare.DefaultSeed})
 		if err != nil {
@@ -39,7 +44,7 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 			continue
 		}
 		compared++
-		fmt.Fprintf(w, "\nAgainst the baseline run %s:\n", base.Run.ID)
+		fmt.Fprintf(w, "\nAgainst the baseline run %s:\n", base.ID)
 		if err := compare.Write(w, compare.FormatTable, res); err != nil {
 			return err
 		}
@@ -48,7 +53,7 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 		}
 	}
 	if compared == 0 && len(errs) == 0 {
-		return fmt.Errorf("--baseline %s: no target of the same name to compare with (the baseline has %d)", baseline, len(base.Targets))
+		return fmt.Errorf("--baseline %s: no target of the same name to compare with (the baseline has %d)", baseline, len(baseTargets))
 	}
 	return errors.Join(errs...)
 }

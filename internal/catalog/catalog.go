@@ -199,6 +199,18 @@ func Headline(name string) bool {
 	return ok && s.Headline
 }
 
+// Primary is the one figure of a sample or cell among the metrics it has (keys of byName):
+// the first of ProgressOrder, "" when it has none of them. Progress lines, verdicts and
+// precision targets are about it.
+func Primary[V any](byName map[string]V) string {
+	for _, m := range ProgressOrder() {
+		if _, ok := byName[m]; ok {
+			return m
+		}
+	}
+	return ""
+}
+
 // ProgressOrder is the order in which a progress line looks for a sample's one figure.
 func ProgressOrder() []string {
 	return []string{Throughput, ConnectionRate, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}

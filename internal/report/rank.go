@@ -123,7 +123,7 @@ func pathRank(path string) int {
 func rankEntries(metric string, byName map[string][]float64, higher bool, against, refVerdict string) []Ranked {
 	var entries []Ranked
 	for name, xs := range byName {
-		s := summarize(metric, xs)
+		s := SummarizeMetric(metric, xs)
 		entries = append(entries, Ranked{Target: name, Summary: s, Mean: s.Mean})
 	}
 	sort.Slice(entries, func(i, j int) bool {

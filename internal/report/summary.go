@@ -74,7 +74,7 @@ func Summarize(samples []store.Sample) []Row {
 		}
 		c := k.cell
 		rows = append(rows, Row{Target: c.Target, Path: c.Path, Workload: c.Workload, Pairs: c.Pairs, Metric: k.metric, Unit: unit,
-			Summary: summarize(k.metric, xs), OfBaseline: math.NaN(), Failed: failed[c], Flagged: flagged[c]})
+			Summary: SummarizeMetric(k.metric, xs), OfBaseline: math.NaN(), Failed: failed[c], Flagged: flagged[c]})
 	}
 	means := map[key]float64{}
 	for _, r := range rows {
@@ -95,8 +95,8 @@ func Summarize(samples []store.Sample) []Row {
 	return rows
 }
 
-// summarize summarises a metric's values with an interval inside the metric's bounds.
-func summarize(metric string, xs []float64) stats.Summary {
+// SummarizeMetric summarises a metric's values with an interval inside the metric's bounds.
+func SummarizeMetric(metric string, xs []float64) stats.Summary {
 	lo, hi := catalog.Bounds(metric)
 	return stats.SummarizeIn(xs, stats.Domain{Lo: lo, Hi: hi})
 }

@@ -57,7 +57,7 @@ func Verdict(samples []store.Sample) []VerdictLine {
 	}
 	var lines []VerdictLine
 	for c, values := range verdictValues(samples, len(targets) > 1) {
-		metric := headlineOf(values)
+		metric := catalog.Primary(values)
 		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
 			continue
 		}
@@ -101,16 +101,6 @@ func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetr
 		}
 	}
 	return out
-}
-
-// headlineOf is the metric a workload's verdict is about.
-func headlineOf(values byMetric) string {
-	for _, m := range catalog.ProgressOrder() {
-		if _, ok := values[m]; ok {
-			return m
-		}
-	}
-	return ""
 }
 
 // rankLine fills a line's entries from each name's values, compared with against (or the

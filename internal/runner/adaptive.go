@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -50,19 +50,12 @@ func Precision(samples []store.Sample, target float64) (misses []Miss, cells int
 		}
 	}
 	for c, byMetric := range values {
-		metric := ""
-		for _, m := range catalog.ProgressOrder() {
-			if _, ok := byMetric[m]; ok {
-				metric = m
-				break
-			}
-		}
+		metric := catalog.Primary(byMetric)
 		if metric == "" {
 			continue
 		}
 		cells++
-		lo, hi := catalog.Bounds(metric)
-		s := stats.SummarizeIn(byMetric[metric], stats.Domain{Lo: lo, Hi: hi})
+		s := report.SummarizeMetric(metric, byMetric[metric])
 		// A constant figure (all values equal, even zero) is as precise as it gets.
 		met := s.N >= 2 && (s.CIHigh-s.CILow <= 0 || s.RelCI <= target)
 		if !met {

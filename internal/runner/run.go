@@ -227,13 +227,12 @@ func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Du
 
 // headline is the one figure a progress line shows for a sample.
 func headline(s store.Sample) string {
-	for _, name := range catalog.ProgressOrder() {
-		if v, ok := s.Metrics[name]; ok {
-			spec, _ := catalog.Lookup(name)
-			return fmt.Sprintf("%.4g %s", v, spec.Unit)
-		}
+	name := catalog.Primary(s.Metrics)
+	if name == "" {
+		return ""
 	}
-	return ""
+	spec, _ := catalog.Lookup(name)
+	return fmt.Sprintf("%.4g %s", s.Metrics[name], spec.Unit)
 }
 
 // progress prints a line with the time since the run began.

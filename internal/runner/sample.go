@@ -165,6 +165,35 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 	return err
 }
 
+// hostReadings picks each host's pair of readings: its clients' measured window where it has
+// one (from the first client's start to the last one's end), the exec readings around the
+// sample otherwise; and, by host, the CPU time the keep-awake spinners used in that window,
+// which is not the sample's.
+func hostReadings(before, after []monitor.NodeStat, windows []*agent.Window) (first, last map[string]monitor.NodeStat, awake map[string]float64) {
+	first, last, awake = map[string]monitor.NodeStat{}, map[string]monitor.NodeStat{}, map[string]float64{}
+	for i := range before {
+		if _, seen := first[before[i].BootID]; !seen {
+			first[before[i].BootID], last[before[i].BootID] = before[i], after[i]
+		}
+	}
+	windowed := map[string]bool{}
+	for _, w := range windows {
+		if w == nil {
+			continue
+		}
+		id := w.Before.BootID
+		awake[id] += w.AwakeSeconds
+		if !windowed[id] || w.Before.Time.Before(first[id].Time) {
+			first[id] = w.Before
+		}
+		if !windowed[id] || w.After.Time.After(last[id].Time) {
+			last[id] = w.After
+		}
+		windowed[id] = true
+	}
+	return first, last, awake
+}
+
 // resources turns counters into the sample's cost figures. Host CPU is counted once per host
 // (pods on one machine share its /proc/stat, as every node of the local cluster does), over
 // the measured window where a client read it (its agent reads the counters right around the
@@ -174,7 +203,6 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
 	var podCPU, podMem, containers float64
-	hostBefore, hostAfter := map[string]monitor.NodeStat{}, map[string]monitor.NodeStat{}
 	for i := range before {
 		if u, err := monitor.Delta(before[i], after[i]); err == nil && u.CgroupCPUSeconds >= 0 {
 			podCPU += u.CgroupCPUSeconds
@@ -183,28 +211,10 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 			podMem += float64(m)
 			containers++
 		}
-		if _, seen := hostBefore[before[i].BootID]; !seen {
-			hostBefore[before[i].BootID], hostAfter[after[i].BootID] = before[i], after[i]
-		}
 	}
-	// The window of a host runs from its first client's start to its last client's end. The
-	// keep-awake spinners' time is not the sample's: it leaves the host's and the pods' CPU.
-	windowed := map[string]bool{}
-	awake := map[string]float64{}
-	for _, w := range windows {
-		if w == nil {
-			continue
-		}
-		id := w.Before.BootID
-		awake[id] += w.AwakeSeconds
-		podCPU -= w.AwakeSeconds
-		if b, ok := hostBefore[id]; !windowed[id] || !ok || w.Before.Time.Before(b.Time) {
-			hostBefore[id] = w.Before
-		}
-		if a, ok := hostAfter[id]; !windowed[id] || !ok || w.After.Time.After(a.Time) {
-			hostAfter[id] = w.After
-		}
-		windowed[id] = true
+	hostBefore, hostAfter, awake := hostReadings(before, after, windows)
+	for _, secs := range awake {
+		podCPU -= secs // the spinners ran in the clients' containers
 	}
 	var hostCPU, busyPct, stealPct, hosts, memUsed float64
 	for id, b := range hostBefore {
