@@ -56,16 +56,7 @@ func health(ctx context.Context, l Layout, s Spec) string {
 	if s.Status != StatusReady {
 		return s.Status
 	}
-	var dead []string
-	runDir := filepath.Join(l.Dir(s.Name), "run")
-	entries, _ := os.ReadDir(runDir)
-	for _, e := range entries {
-		pid := readPid(filepath.Join(runDir, e.Name()))
-		if pid == 0 || !alive(pid) || !inCgroup(pid, s.CgroupRoot()) {
-			dead = append(dead, strings.TrimSuffix(e.Name(), ".pid"))
-		}
-	}
-	if len(dead) > 0 {
+	if dead := NotRunning(l, s); len(dead) > 0 {
 		return "degraded: not running: " + strings.Join(dead, ", ")
 	}
 	cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig(s.Name))
@@ -91,4 +82,25 @@ func health(ctx context.Context, l Layout, s Spec) string {
 		return fmt.Sprintf("degraded: %d/%d nodes Ready", ready, s.Nodes)
 	}
 	return fmt.Sprintf("healthy: %d/%d nodes Ready", ready, s.Nodes)
+}
+
+// NotRunning names the cluster's daemons (as "node2-kubelet", "kube-apiserver") whose recorded
+// process is gone: they are not restarted, so a run on the cluster can only report them.
+func NotRunning(l Layout, s Spec) []string {
+	var dead []string
+	runDir := filepath.Join(l.Dir(s.Name), "run")
+	entries, _ := os.ReadDir(runDir)
+	for _, e := range entries {
+		pid := readPid(filepath.Join(runDir, e.Name()))
+		if pid == 0 || !alive(pid) || !inCgroup(pid, s.CgroupRoot()) {
+			dead = append(dead, strings.TrimSuffix(e.Name(), ".pid"))
+		}
+	}
+	return dead
+}
+
+// ControlPlane reports whether a daemon named by NotRunning serves the whole cluster: without
+// it nothing more can be measured or removed through the API.
+func ControlPlane(daemon string) bool {
+	return daemon == "kube-apiserver" || daemon == "etcd"
 }

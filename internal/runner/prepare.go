@@ -32,6 +32,8 @@ type target struct {
 	provider     provider
 	fingerprint  map[string]string
 	setup        []store.Sample // setup latencies, stored once the target is
+	nodes        []string       // where its pods run
+	lost         loss           // what of its cluster went down during the run
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -169,8 +171,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}
 	tg.servers = byWorkload
 	rs := roles(r.opts.Suite.Paths, r.opts.Suite.Workloads)
+	tg.nodes = placementNodes(placement, len(sets))
 	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*len(sets), len(sets),
-		strings.Join(placementNodes(placement, len(sets)), ", "), tg.namespace)
+		strings.Join(tg.nodes, ", "), tg.namespace)
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
@@ -229,6 +232,10 @@ func (r *run) teardown() error {
 		}
 		if !slices.Contains(released, tg.provider) {
 			released = append(released, tg.provider)
+		}
+		if tg.lost.controlPlane && !tg.provider.releasesObjects() {
+			errs[i] = fmt.Errorf("target %s: the run's objects (namespace %s, label %s=%s) stay: %s", tg.name, tg.namespace, kube.LabelRun, r.id, tg.lost)
+			continue
 		}
 		// Unless releasing the target takes them with it. Namespaces empty in parallel.
 		if tg.client != nil && !tg.provider.releasesObjects() {

@@ -24,6 +24,9 @@ type provider interface {
 	releasesObjects() bool
 	// release undoes what ensure made; it runs after Ctrl-C too, with a context of its own.
 	release(ctx context.Context) error
+	// lost says what of the cluster is down, among the given nodes and the control plane,
+	// after a sample failed.
+	lost(ctx context.Context, client *kube.Client, nodes []string) loss
 }
 
 // provided is what a provider hands the runner.

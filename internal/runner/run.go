@@ -147,6 +147,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err := r.loop(ctx, steps, byName, &res); err != nil {
 		return res, err
 	}
+	if err := r.losses(); err != nil {
+		return res, err
+	}
 	if r.opts.Suite.Precision > 0 {
 		return res, r.adapt(ctx, byName, &res, seq)
 	}
@@ -160,7 +163,11 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s := r.measureWithRetry(ctx, byName[st.Combo.Target], st)
+		tg := byName[st.Combo.Target]
+		if tg.lost.controlPlane {
+			continue
+		}
+		s := r.measureWithRetry(ctx, tg, st)
 		if ctx.Err() != nil {
 			// The sample was cut short by Ctrl-C: it is not a measurement.
 			return ctx.Err()
@@ -172,12 +179,17 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 			return fmt.Errorf("store sample %d: %w", s.Seq, err)
 		}
 		res.Samples = append(res.Samples, s)
-		if s.Error != "" {
+		// A failure a lost component explains is no mystery to stop for: the run goes on with
+		// the samples that do not need it.
+		if s.Error != "" && !tg.lost.any() {
 			failures++
 		} else {
 			failures = 0
 		}
 		r.report(st, s, i+1, len(steps), Estimate(steps[i+1:]))
+		if tg.lost.controlPlane {
+			r.progress("target %s lost its control plane (%s): its remaining samples are skipped", tg.name, tg.lost)
+		}
 		if failures >= maxConsecutiveFailures {
 			return fmt.Errorf("%d samples in a row failed; last: %s", failures, s.Error)
 		}
@@ -195,7 +207,16 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.S
 	var s store.Sample
 	for attempt := 1; attempt <= sampleAttempts; attempt++ {
 		s = r.measure(ctx, tg, st)
-		if s.Error == "" || ctx.Err() != nil || attempt == sampleAttempts {
+		if s.Error == "" || ctx.Err() != nil {
+			break
+		}
+		// Nothing is restarted under a run: a failure a lost component explains is final.
+		if l := tg.provider.lost(ctx, tg.client, tg.nodes); l.any() {
+			tg.lost = l
+			s.Error = l.explain(s.Error)
+			break
+		}
+		if attempt == sampleAttempts {
 			break
 		}
 		r.progress("sample %d (%s %s %s) failed, trying again: %s", st.Seq, s.Target, s.Path, s.Workload, s.Error)

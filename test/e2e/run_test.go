@@ -133,6 +133,10 @@ func TestRunOnLocalCluster(t *testing.T) {
 	t.Run("in-house RR agrees with sockperf on the cross-node path", func(t *testing.T) {
 		validateRR(ctx, t, w)
 	})
+	// Last: it kills the cluster's components.
+	t.Run("a run survives its kubelet, containerd and API server dying", func(t *testing.T) {
+		loseComponents(ctx, t, dir)
+	})
 	if out, err := cli(ctx, "cluster", "delete", "--name", runCluster); err != nil {
 		t.Fatalf("delete: %v\n%s", err, out)
 	}
@@ -206,7 +210,7 @@ func checkPlausible(t *testing.T, rows []jsonRow) {
 				t.Errorf("%s: %.3f Gbit/s received of 0.2 offered", key, r.Mean)
 			}
 		case r.Metric == "throughput_gbps":
-			checkTCPThroughput(t, key, r, got["localhost "+r.Workload+" throughput_gbps"])
+			checkTCPThroughput(t, key, r, loopback(got))
 		case r.Metric == "loss_pct":
 			if r.Mean < 0 || r.Mean > 100 {
 				t.Errorf("%s: loss %.2f %%", key, r.Mean)
@@ -236,11 +240,24 @@ func checkPlausible(t *testing.T, rows []jsonRow) {
 // over 6 samples of 4 s), and single 1 s samples swing further (25.2 vs 18.7 once). Hence a
 // factor of two, and an absolute bound no two vCPUs reach, which a unit mistake (x8, x1000)
 // crosses on every path alike.
-func checkTCPThroughput(t *testing.T, key string, r, loop jsonRow) {
+func checkTCPThroughput(t *testing.T, key string, r jsonRow, loop float64) {
 	t.Helper()
-	if r.Mean <= 0 || r.Mean > 100 || r.Mean > 2*loop.Mean {
-		t.Errorf("%s: %.2f Gbit/s, loopback %.2f", key, r.Mean, loop.Mean)
+	if r.Mean <= 0 || r.Mean > 100 || r.Mean > 2*loop {
+		t.Errorf("%s: %.2f Gbit/s, loopback %.2f", key, r.Mean, loop)
 	}
+}
+
+// loopback is the best loopback TCP throughput of the run (the highest mean over its stream
+// counts): a busy neighbour can halve both 1 s samples of one cell (4.9 and 7.5 Gbit/s once,
+// against 27.8 in the warm-up), which says nothing about the other paths' plausibility.
+func loopback(got map[string]jsonRow) float64 {
+	best := 0.0
+	for _, r := range got {
+		if r.Path == "localhost" && r.Metric == "throughput_gbps" && strings.HasPrefix(r.Workload, "tcp-stream/") {
+			best = max(best, r.Mean)
+		}
+	}
+	return best
 }
 
 // validateRR runs the in-house RR client and sockperf, interleaved, between the same two pods.
