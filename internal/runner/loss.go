@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster"
@@ -14,6 +15,7 @@ import (
 // cluster is restarted under a run, so a loss lasts: the samples that need it fail at once,
 // naming it, instead of being tried again.
 type loss struct {
+	// down says what is gone, in phrases: "node2-kubelet, node1-containerd not running".
 	down []string
 	// controlPlane: the API server (or its store) is gone, so nothing more can be measured in
 	// the target or removed from it through the API.
@@ -22,9 +24,7 @@ type loss struct {
 
 func (l loss) any() bool { return len(l.down) > 0 }
 
-func (l loss) String() string {
-	return strings.Join(l.down, ", ") + " not running"
-}
+func (l loss) String() string { return strings.Join(l.down, "; ") }
 
 // explain puts the loss in front of a sample's own error, which only says what the tool saw.
 func (l loss) explain(sampleErr string) string {
@@ -38,12 +38,11 @@ func (p *localProvider) lost(context.Context, *kube.Client, []string) loss {
 	if err != nil {
 		return loss{}
 	}
-	var l loss
-	for _, d := range cluster.NotRunning(p.r.opts.Layout, spec) {
-		l.down = append(l.down, d)
-		l.controlPlane = l.controlPlane || cluster.ControlPlane(d)
+	dead := cluster.NotRunning(p.r.opts.Layout, spec)
+	if len(dead) == 0 {
+		return loss{}
 	}
-	return l
+	return loss{down: []string{strings.Join(dead, ", ") + " not running"}, controlPlane: slices.ContainsFunc(dead, cluster.ControlPlane)}
 }
 
 // lost asks a remote cluster's API what is down among the target's nodes.

@@ -8,14 +8,14 @@ import (
 func TestLossesNameWhatEachTargetLost(t *testing.T) {
 	r := &run{targets: []*target{
 		{name: "a"},
-		{name: "b", lost: loss{down: []string{"node1-containerd", "node2-kubelet"}}},
-		{name: "c", lost: loss{down: []string{"kube-apiserver"}, controlPlane: true}},
+		{name: "b", lost: loss{down: []string{"node1-containerd, node2-kubelet not running"}}},
+		{name: "c", lost: loss{down: []string{"the API server at https://c:6443 (connection refused)", "node n1 (not Ready)"}, controlPlane: true}},
 	}}
 	err := r.losses()
 	if err == nil {
 		t.Fatal("no error for a run whose targets lost components")
 	}
-	want := []string{"target b lost node1-containerd, node2-kubelet not running", "target c lost kube-apiserver not running"}
+	want := []string{"target b lost node1-containerd, node2-kubelet not running", "target c lost the API server at https://c:6443 (connection refused); node n1 (not Ready)"}
 	for _, w := range want {
 		if !strings.Contains(err.Error(), w) {
 			t.Errorf("%q does not say %q", err, w)
