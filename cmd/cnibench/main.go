@@ -4,13 +4,22 @@ package main
 
 import (
 	"context"
+	"flag"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"k8s.io/klog/v2"
 )
 
 func main() {
+	// client-go reports through klog what it cannot return, such as the exec streams torn
+	// down by Ctrl-C ("Unhandled Error" err="io: read/write on closed pipe"), in between the
+	// progress lines; the samples concerned report their own errors. Discarded, not written to
+	// klog's default files either; fatal ones still reach stderr.
+	quietKlog()
 	// Ctrl-C cancels the context: long operations stop cleanly and remove what they created.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
@@ -19,4 +28,14 @@ func main() {
 		stop()
 		os.Exit(1)
 	}
+}
+
+// quietKlog sends klog's output nowhere but fatal messages to stderr, through its own flags
+// (klog writes errors to stderr at its default threshold whatever its output is).
+func quietKlog() {
+	fs := flag.NewFlagSet("klog", flag.ContinueOnError)
+	klog.InitFlags(fs)
+	_ = fs.Set("logtostderr", "false")
+	_ = fs.Set("stderrthreshold", "FATAL")
+	klog.SetOutput(io.Discard)
 }
