@@ -127,15 +127,23 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 		var parts []string
 		for _, e := range l.Entries {
 			part := entryText(e)
-			if e.Verdict == "reference" && l.Path == "" {
+			switch {
+			case e.Verdict == "reference" && l.Path == "":
 				part += " (baseline)"
+			case e.Target == suite.Localhost && !l.HigherIsBetter:
+				// Inside one pod: what the machine itself costs a request, the floor of
+				// every path's figure beside it.
+				part += " (floor)"
 			}
 			parts = append(parts, part)
 		}
 		label := store.Cell{Workload: l.Workload, Pairs: l.Pairs}.WorkloadLabel()
 		where := l.Path
-		if where == "" {
+		switch {
+		case where == "":
 			where = "paths"
+		case where == suite.Localhost && !l.HigherIsBetter:
+			where = "localhost (floor)"
 		}
 		fmt.Fprintf(w, "  %-22s %-12s %s [%s, %s]: %s\n", label, where, l.Metric, l.Unit, dir, strings.Join(parts, " | "))
 	}

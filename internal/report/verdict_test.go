@@ -54,15 +54,18 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 	samples = append(samples, cellSamples("local", "host-network", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20, 1))...)
 	samples = append(samples, cellSamples("local", "same-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20.2, 1))...)
 	samples = append(samples, cellSamples("local", "cross-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 30, 1))...)
+	samples = append(samples, cellSamples("local", "localhost", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 16, 1))...)
+	samples = append(samples, cellSamples("local", "localhost", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 25, 1))...)
+	samples = append(samples, cellSamples("local", "host-network", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 15, 1))...)
 	lines := Verdict(samples)
-	if len(lines) != 1 || lines[0].Against != "host-network" || lines[0].Path != "" {
+	if len(lines) != 2 || lines[0].Workload != "tcp-rr/64B" || lines[0].Against != "host-network" || lines[0].Path != "" {
 		t.Fatalf("lines %+v", lines)
 	}
 	verdicts := map[string]string{}
 	for _, e := range lines[0].Entries {
 		verdicts[e.Target] = e.Verdict
 	}
-	if verdicts["host-network"] != "reference" || verdicts["same-node"] != "not significant" || verdicts["cross-node"] != "worse" {
+	if verdicts["host-network"] != "reference" || verdicts["same-node"] != "not significant" || verdicts["cross-node"] != "worse" || verdicts["localhost"] != "better" {
 		t.Errorf("verdicts %v", verdicts)
 	}
 	var buf bytes.Buffer
@@ -71,10 +74,15 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"verdict (", "tcp-rr/64B", "host-network 20", "(baseline)", "cross-node 30", "worse (p=", "cnibench results show r1"} {
+	for _, want := range []string{"verdict (", "tcp-rr/64B", "host-network 20", "(baseline)", "cross-node 30", "worse (p=", "cnibench results show r1",
+		"localhost 16"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("brief output lacks %q:\n%s", want, out)
 		}
+	}
+	// The floor of a latency, not of a throughput, which localhost bounds from above.
+	if strings.Count(out, "(floor)") != 1 || !strings.Contains(out[strings.Index(out, "localhost 16"):], "(floor)") {
+		t.Errorf("the RR line does not mark localhost alone as the floor:\n%s", out)
 	}
 	if strings.Contains(out, "TRIM20") {
 		t.Errorf("brief output has the full table:\n%s", out)

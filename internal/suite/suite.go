@@ -157,7 +157,9 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 func Default() Suite {
 	return Suite{
 		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: binaries.DefaultKubernetesVersion}}},
-		Paths:   []string{HostNetwork, SameNode, CrossNode},
+		// localhost is the floor of every latency figure: the same request/response inside
+		// one pod, no path at all.
+		Paths: []string{HostNetwork, SameNode, CrossNode, Localhost},
 		Workloads: []Workload{
 			{Kind: engine.TCPStream, Streams: 1},
 			{Kind: engine.TCPStream, Streams: 4},

@@ -101,8 +101,8 @@ func TestPairsDimension(t *testing.T) {
 	if seen[1] != 2 || seen[10] != 2 || seen[40] != 2 {
 		t.Errorf("every path has every level once: %v", seen)
 	}
-	if d := Default(); len(d.Matrix()) != 15 {
-		t.Errorf("the default suite has %d cells, want 15 (one pair)", len(d.Matrix()))
+	if d := Default(); len(d.Matrix()) != 20 {
+		t.Errorf("the default suite has %d cells, want 20 (4 paths x 5 workloads, one pair)", len(d.Matrix()))
 	}
 	for yaml, want := range map[string]string{
 		"pairs: [0]":    "pairs[0]: expected 1-120",
