@@ -73,15 +73,7 @@ func loseComponents(ctx context.Context, t *testing.T, dir string) {
 // killDaemon SIGKILLs one daemon of the shared local cluster by its pid file.
 func killDaemon(t *testing.T, daemon string) {
 	t.Helper()
-	path := filepath.Join(cluster.DefaultLayout().Dir(runCluster), "run", daemon+".pid")
-	data, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil {
-		t.Fatalf("pid file %s: %v", path, err)
-	}
+	pid := daemonPid(t, runCluster, daemon)
 	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
 		t.Fatalf("kill %s (pid %d): %v", daemon, pid, err)
 	}
@@ -134,4 +126,19 @@ func checkLossStored(ctx context.Context, t *testing.T, results, out string) {
 	if good < 5 || !named["kubelet"] || !named["containerd"] {
 		t.Errorf("%d good samples of %d; failures named %v", good, measured, named)
 	}
+}
+
+// daemonPid reads the pid file a local cluster keeps for one of its daemons.
+func daemonPid(t *testing.T, clusterName, daemon string) int {
+	t.Helper()
+	path := filepath.Join(cluster.DefaultLayout().Dir(clusterName), "run", daemon+".pid")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		t.Fatalf("pid file %s: %v", path, err)
+	}
+	return pid
 }

@@ -9,7 +9,6 @@ import (
 	"net"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -199,15 +198,7 @@ func testFlannel(t *testing.T, dp, backend, name string) {
 // itself, not its start-up wrapper, and lives in the node's network namespace.
 func checkFlanneldProcess(t *testing.T, clusterName, netns, node string) {
 	t.Helper()
-	pidFile := filepath.Join(cluster.DefaultLayout().Dir(clusterName), "run", node+"-flanneld.pid")
-	b, err := os.ReadFile(pidFile)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		t.Fatalf("%s: %v", pidFile, err)
-	}
+	pid := daemonPid(t, clusterName, node+"-flanneld")
 	comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
 	if err != nil || strings.TrimSpace(string(comm)) != "flanneld" {
 		t.Errorf("%s: pid %d is %q (%v), want flanneld", node, pid, comm, err)
