@@ -68,19 +68,26 @@ type FixtureSpec struct {
 	// OnStage, when set, is told of each level as its pods are up: a hundred pairs take a
 	// minute to come up.
 	OnStage func(Stage)
+	// Up is the pairs Deploy brings up, the last level; 0: every pair. A run whose pods live
+	// per round deploys one pair and scales the fixture (Client.Scale) afterwards.
+	Up int
 }
 
-// stages returns the pair counts the pods come up in, ending with every pair.
+// stages returns the pair counts the pods come up in, ending with Up (every pair by default).
 func (s FixtureSpec) stages() []int {
+	up := s.Pairs()
+	if s.Up > 0 {
+		up = min(s.Up, up)
+	}
 	levels := slices.Clone(s.Levels)
 	slices.Sort(levels)
 	var out []int
 	for _, l := range levels {
-		if l > 0 && l < s.Pairs() && (len(out) == 0 || l > out[len(out)-1]) {
+		if l > 0 && l < up && (len(out) == 0 || l > out[len(out)-1]) {
 			out = append(out, l)
 		}
 	}
-	return append(out, s.Pairs())
+	return append(out, up)
 }
 
 // Pairs is the number of client/server pairs the spec deploys.
@@ -123,48 +130,22 @@ const podCreators = 16
 // pods come up level by level (FixtureSpec.Levels): the first level's on a quiet cluster, each
 // further level's as one burst. A watch records when each pod became Running and Ready.
 func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace bool) (*Fixture, error) {
-	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: spec.RunID}
 	if createNamespace {
+		labels := map[string]string{LabelManagedBy: managedBy, LabelRun: spec.RunID}
 		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace, Labels: labels}}
 		if _, err := c.CS.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("create namespace %s: %w", spec.Namespace, err)
 		}
 	}
-	tr, err := c.trackPods(ctx, spec.Namespace, LabelRun+"="+spec.RunID)
-	if err != nil {
-		return nil, err
-	}
-	defer tr.stop()
 	f := &Fixture{Spec: spec, Pods: map[string][]*corev1.Pod{}, ServiceIPs: make([]string, spec.Pairs())}
-	prev := 0
 	for _, level := range spec.stages() {
-		batch := spec.podsOf(prev, level)
-		began := time.Now()
-		if err := c.createPods(ctx, tr, batch); err != nil {
+		st, err := c.Scale(ctx, f, level)
+		if err != nil {
 			return nil, err
 		}
-		if err := tr.waitReady(ctx, names(batch), podReadyTimeout(len(batch))); err != nil {
-			return nil, err
-		}
-		st := Stage{Pairs: level, NewPairs: level - prev, Took: time.Since(began), Pods: tr.latencies(names(batch))}
 		f.Startup = append(f.Startup, st)
 		if spec.OnStage != nil {
 			spec.OnStage(st)
-		}
-		prev = level
-	}
-	if spec.has(RoleServerB) {
-		for i := range spec.Pairs() {
-			svc, err := c.CS.CoreV1().Services(spec.Namespace).Create(ctx, spec.service(i), metav1.CreateOptions{})
-			if err != nil {
-				return nil, fmt.Errorf("create service: %w", err)
-			}
-			f.ServiceIPs[i] = svc.Spec.ClusterIP
-		}
-	}
-	for _, role := range spec.Roles {
-		for i := range spec.Pairs() {
-			f.Pods[role] = append(f.Pods[role], tr.pod(podName(role, i)))
 		}
 	}
 	return f, nil

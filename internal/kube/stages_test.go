@@ -9,6 +9,7 @@ func TestStagesFollowTheLevels(t *testing.T) {
 	spec := func(pairs int, levels ...int) FixtureSpec {
 		return FixtureSpec{Servers: make([][]Server, pairs), Levels: levels}
 	}
+	up := func(s FixtureSpec, n int) FixtureSpec { s.Up = n; return s }
 	for _, c := range []struct {
 		spec FixtureSpec
 		want []int
@@ -18,6 +19,9 @@ func TestStagesFollowTheLevels(t *testing.T) {
 		{spec(40, 40, 10, 1), []int{1, 10, 40}},
 		{spec(10, 10), []int{10}},
 		{spec(10, 5, 5, 10), []int{5, 10}},
+		{up(spec(40, 1, 10, 20, 40), 1), []int{1}},
+		{up(spec(40, 1, 10, 20, 40), 20), []int{1, 10, 20}},
+		{up(spec(10, 1), 99), []int{1, 10}},
 	} {
 		if got := c.spec.stages(); !reflect.DeepEqual(got, c.want) {
 			t.Errorf("levels %v of %d pairs: stages %v, want %v", c.spec.Levels, c.spec.Pairs(), got, c.want)

@@ -84,16 +84,17 @@ func extraRound(s suite.Suite, misses []Miss, round, seq int) []Step {
 	}
 	rng := rand.New(rand.NewPCG(uint64(s.Seed), uint64(round)))
 	var steps []Step
-	for _, i := range rng.Perm(len(cells)) {
+	for _, c := range shuffle(cells, rng, s.PerRound()) {
 		seq++
-		steps = append(steps, Step{Seq: seq, Round: round, Combo: cells[i], Duration: s.Duration.Duration})
+		steps = append(steps, Step{Seq: seq, Round: round, Combo: c, Duration: s.Duration.Duration})
 	}
+	markBlocks(steps, s.PerRound())
 	return steps
 }
 
 // adapt adds rounds after the scheduled ones until every headline figure meets the suite's
 // precision or the next round would overrun its budget, then says which figures missed.
-func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result, seq int) error {
+func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result) error {
 	s := r.opts.Suite
 	target, budget := float64(s.Precision), s.Budget.Duration
 	round := s.Repetitions
@@ -103,7 +104,7 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result,
 			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds", cells, target*100, round)
 			return nil
 		}
-		steps := extraRound(s, misses, round+1, seq)
+		steps := extraRound(s, misses, round+1, r.seq)
 		left := budget - time.Since(r.began)
 		if est := Estimate(steps); est > left {
 			r.reportMisses(misses, cells, target, round, fmt.Sprintf("the next round (%s) would overrun the %s budget", est.Round(time.Second), budget))
@@ -111,10 +112,11 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result,
 		}
 		round++
 		r.progress("precision: %d of %d headline figures above ±%.3g %%: round %d over %d samples", len(misses), cells, target*100, round, len(steps))
+		// Reserved before the round, whose setup samples (pods per round) number after them.
+		r.seq += len(steps)
 		if err := r.loop(ctx, steps, byName, res); err != nil {
 			return err
 		}
-		seq += len(steps)
 	}
 }
 

@@ -45,10 +45,13 @@ func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
 // to carry traffic through a new Service and to a new pod. A setup figure that cannot be
 // measured is reported and left out: it must not cost the run its samples.
 func (r *run) setupLatencies(ctx context.Context, tg *target) {
-	for _, st := range tg.fixture.Startup {
-		tg.addSetup(setupPods, st.Pairs, podMetrics(st.Pods))
+	// With pods per round, every round times startup and memory at each level instead.
+	if !r.opts.Suite.PerRound() {
+		for _, st := range tg.fixture.Startup {
+			tg.addSetup(setupPods, st.Pairs, podMetrics(st.Pods))
+		}
+		r.podMemory(ctx, tg)
 	}
-	r.podMemory(ctx, tg)
 	role := kube.RoleServerB
 	if !tg.fixture.Has(role) {
 		role = kube.RoleServerA
@@ -193,5 +196,5 @@ func (r *run) podMemory(ctx context.Context, tg *target) {
 	}
 	mib := sum / n / (1 << 20)
 	r.progress("target %s: %.0f pods use %.1f MiB each (working set, from the kubelets)", tg.name, n, mib)
-	tg.addSetup(setupMemory, tg.fixture.Spec.Pairs(), map[string]float64{catalog.PodWorkingSet: mib, catalog.PodCount: n})
+	tg.addSetup(setupMemory, tg.fixture.Up(), map[string]float64{catalog.PodWorkingSet: mib, catalog.PodCount: n})
 }

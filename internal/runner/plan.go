@@ -20,6 +20,9 @@ type Step struct {
 	Round    int // 0 is the warm-up round, whose samples are stored but not summarised
 	Combo    suite.Combo
 	Duration time.Duration
+	// NewBlock marks, with pods per round, the first step of a target's pairs level in its
+	// round: its pods are brought up before it.
+	NewBlock bool
 }
 
 // Warmup reports whether the step's sample is discarded from summaries.
@@ -32,16 +35,61 @@ func Schedule(s suite.Suite, seed int64) []Step {
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
 	var steps []Step
 	for round := 0; round <= s.Repetitions; round++ {
-		order := rng.Perm(len(cells))
 		d := s.Duration.Duration
 		if round == 0 {
 			d = s.Warmup.Duration
 		}
-		for _, i := range order {
-			steps = append(steps, Step{Seq: len(steps) + 1, Round: round, Combo: cells[i], Duration: d})
+		for _, c := range shuffle(cells, rng, s.PerRound()) {
+			steps = append(steps, Step{Seq: len(steps) + 1, Round: round, Combo: c, Duration: d})
 		}
 	}
+	markBlocks(steps, s.PerRound())
 	return steps
+}
+
+// markBlocks marks the steps that start a block, with pods per round.
+func markBlocks(steps []Step, perRound bool) {
+	for i := range steps {
+		b := block{steps[i].Combo.Target, max(steps[i].Combo.Pairs, 1)}
+		steps[i].NewBlock = perRound && (i == 0 || steps[i].Round != steps[i-1].Round ||
+			b != block{steps[i-1].Combo.Target, max(steps[i-1].Combo.Pairs, 1)})
+	}
+}
+
+// block is the cells that share one target's pods at one pairs level.
+type block struct {
+	target string
+	pairs  int
+}
+
+// shuffle orders a round's cells at random. With pods per round, the cells of one target at
+// one pairs level stay together, in random order, and so do the blocks: each block's pods are
+// brought up once per round.
+func shuffle(cells []suite.Combo, rng *rand.Rand, perRound bool) []suite.Combo {
+	if !perRound {
+		out := make([]suite.Combo, 0, len(cells))
+		for _, i := range rng.Perm(len(cells)) {
+			out = append(out, cells[i])
+		}
+		return out
+	}
+	var blocks []block
+	members := map[block][]suite.Combo{}
+	for _, c := range cells {
+		b := block{c.Target, max(c.Pairs, 1)}
+		if members[b] == nil {
+			blocks = append(blocks, b)
+		}
+		members[b] = append(members[b], c)
+	}
+	var out []suite.Combo
+	for _, i := range rng.Perm(len(blocks)) {
+		cs := members[blocks[i]]
+		for _, j := range rng.Perm(len(cs)) {
+			out = append(out, cs[j])
+		}
+	}
+	return out
 }
 
 // perSampleOverhead is the time a sample costs beyond its measured duration (tool start,
@@ -54,12 +102,23 @@ const perSampleOverhead = 1500 * time.Millisecond
 // pair at 10 pairs, 0.7 s at 20 and 0.8 s at 40; retried samples come on top.
 const perPairOverhead = 750 * time.Millisecond
 
+// Bringing a block's pods up with pods per round, measured on the 2-core machine: the burst
+// of a pairs level's pods (containerd's and CRI-O's runc, crun and gVisor mixed), the wait
+// for the kubelets' first memory figures of them, and their removal.
+const (
+	perBlockOverhead   = 15 * time.Second
+	perBlockPairUpDown = 600 * time.Millisecond
+)
+
 // Estimate is the expected wall time of a schedule, setup excluded.
 func Estimate(steps []Step) time.Duration {
 	var total time.Duration
 	for _, s := range steps {
 		pairs := max(s.Combo.Pairs, 1)
 		total += s.Duration + perSampleOverhead + time.Duration(pairs-1)*perPairOverhead + releaseLead(pairs)
+		if s.NewBlock {
+			total += perBlockOverhead + time.Duration(pairs)*perBlockPairUpDown
+		}
 	}
 	return total
 }
@@ -75,6 +134,9 @@ func PrintPlan(w io.Writer, steps []Step, seed int64) {
 		kind := "measure"
 		if s.Warmup() {
 			kind = "warm-up"
+		}
+		if s.NewBlock {
+			fmt.Fprintf(w, "      round %d  pods     %-*s x%d up (pods per round)\n", s.Round, width, s.Combo.Target, max(s.Combo.Pairs, 1))
 		}
 		ew := s.Combo.Workload.Engine(s.Duration)
 		label := store.Cell{Workload: ew.ID(), Pairs: s.Combo.Pairs}.WorkloadLabel()

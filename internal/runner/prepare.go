@@ -172,10 +172,15 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.servers = byWorkload
 	rs := roles(r.opts.Suite.Paths, r.opts.Suite.Workloads)
 	tg.nodes = placementNodes(placement, len(sets))
-	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*len(sets), len(sets),
+	// Pods per round: one pair for the setup figures below, then none until its rounds.
+	up := len(sets)
+	if r.opts.Suite.PerRound() {
+		up = 1
+	}
+	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*up, up,
 		strings.Join(tg.nodes, ", "), tg.namespace)
 	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
-		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass,
+		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
@@ -204,6 +209,10 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
 	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
+	if r.opts.Suite.PerRound() {
+		tg.fingerprint["pods"] = "per round: each pairs level's pods only for its samples"
+		return tg, r.scaleTo(ctx, tg, 0)
+	}
 	return tg, nil
 }
 

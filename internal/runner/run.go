@@ -60,6 +60,9 @@ type run struct {
 	providers map[string]provider
 	// outMu keeps lines whole when targets report from parallel steps.
 	outMu sync.Mutex
+	// seq is the last sample number handed out: the schedule's come first, setup samples and
+	// extra rounds after.
+	seq int
 }
 
 // maxConsecutiveFailures stops a run whose samples all fail, instead of burning its schedule.
@@ -123,7 +126,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	byName := map[string]*target{}
 	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
 	// Setup samples are numbered after the schedule's.
-	seq := len(steps)
+	r.seq = len(steps)
 	for _, t := range r.opts.Suite.Targets {
 		tg, err := r.prepare(ctx, t)
 		if err != nil {
@@ -135,13 +138,8 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			return res, fmt.Errorf("store target %s: %w", t.Name, err)
 		}
 		res.Targets = append(res.Targets, st)
-		for _, s := range tg.setup {
-			seq++
-			s.RunID, s.Seq = r.id, seq
-			if err := o.Store.AddSample(ctx, s); err != nil {
-				return res, fmt.Errorf("store setup sample of %s: %w", t.Name, err)
-			}
-			res.Samples = append(res.Samples, s)
+		if err := r.storeSetup(ctx, tg, &res, 0, false); err != nil {
+			return res, err
 		}
 	}
 	if err := r.loop(ctx, steps, byName, &res); err != nil {
@@ -151,7 +149,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		return res, err
 	}
 	if r.opts.Suite.Precision > 0 {
-		return res, r.adapt(ctx, byName, &res, seq)
+		return res, r.adapt(ctx, byName, &res)
 	}
 	return res, nil
 }
@@ -167,7 +165,13 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 		if tg.lost.controlPlane {
 			continue
 		}
-		s := r.measureWithRetry(ctx, tg, st)
+		var s store.Sample
+		if err := r.placePods(ctx, tg, st, res); err != nil {
+			s = r.newSample(tg, st)
+			s.Error = err.Error()
+		} else {
+			s = r.measureWithRetry(ctx, tg, st)
+		}
 		if ctx.Err() != nil {
 			// The sample was cut short by Ctrl-C: it is not a measurement.
 			return ctx.Err()

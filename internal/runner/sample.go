@@ -59,8 +59,7 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
 	n := max(st.Combo.Pairs, 1)
-	s := store.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
-		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Pairs: n, Started: time.Now().UTC()}
+	s := r.newSample(tg, st)
 	fail := func(err error) store.Sample {
 		s.Error, s.Duration = err.Error(), time.Since(s.Started)
 		return s
@@ -107,6 +106,13 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	}
 	s.Duration = time.Since(s.Started)
 	return s
+}
+
+// newSample is a step's sample before it is measured, started now.
+func (r *run) newSample(tg *target, st Step) store.Sample {
+	ew := st.Combo.Workload.Engine(st.Duration)
+	return store.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
+		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Pairs: max(st.Combo.Pairs, 1), Started: time.Now().UTC()}
 }
 
 // statReaders bounds concurrent counter reads: a hundred pairs read two hundred containers.

@@ -23,6 +23,7 @@ type Overrides struct {
 	Seed                int64
 	Precision           float64       // 0 keeps the suite's; negative turns it off
 	Budget              time.Duration // 0 keeps the suite's
+	Pods                string        // empty keeps the suite's
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
 }
@@ -107,6 +108,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Budget != 0 {
 		s.Budget = Duration{o.Budget}
 	}
+	if o.Pods != "" {
+		s.Pods = o.Pods
+	}
 	s.fillDefaults()
 	if err := s.Validate(); err != nil {
 		return Suite{}, flagNames(err)
@@ -117,7 +121,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 // flagNames adds the flag spelling to suite field names, since a user may have set them either way.
 func flagNames(err error) error {
 	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget"} {
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "pods:": "--pods"} {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}

@@ -59,7 +59,22 @@ type Suite struct {
 	// (tcp-rr, tcp-crr), so that their latency is the datapath's and not a VM's wake-up;
 	// default true.
 	KeepAwake *bool `json:"keepAwake,omitempty"`
+	// Pods says how long the run's pods live. PodsRun (the default) deploys each target's pods
+	// for its largest pairs level once, for the whole run. PodsRound keeps one pair per target
+	// up and, in each round, brings one target to one pairs level for that level's samples and
+	// back to one pair after them: a sample then shares the nodes with its own pods only, not
+	// with every target's at every level, and pod startup and memory are measured every round.
+	Pods string `json:"pods,omitempty"`
 }
+
+// How long the run's pods live (Suite.Pods).
+const (
+	PodsRun   = "run"
+	PodsRound = "round"
+)
+
+// PerRound reports whether the pods of a pairs level live only for its samples in each round.
+func (s Suite) PerRound() bool { return s.Pods == PodsRound }
 
 // AwakeRR reports whether request/response samples keep the CPUs awake.
 func (s Suite) AwakeRR() bool { return s.KeepAwake == nil || *s.KeepAwake }

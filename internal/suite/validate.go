@@ -66,6 +66,9 @@ func (s Suite) Validate() error {
 			add("paths[%d]: %q is not a path; expected one of %s", i, p, strings.Join(AllPaths(), ", "))
 		}
 	}
+	if s.Pods != "" && s.Pods != PodsRun && s.Pods != PodsRound {
+		add("pods: %q: expected %s (deployed once for the run) or %s (a pairs level's pods per round)", s.Pods, PodsRun, PodsRound)
+	}
 	if len(s.Workloads) == 0 {
 		add("workloads: expected at least one workload")
 	}

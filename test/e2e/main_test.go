@@ -118,6 +118,17 @@ func (s *started) waitLine(t *testing.T, want string, timeout time.Duration) boo
 	}
 }
 
+// running reports whether the process has not exited yet.
+func (s *started) running() bool {
+	select {
+	case err := <-s.done:
+		s.done <- err
+		return false
+	default:
+		return true
+	}
+}
+
 func (s *started) output() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
