@@ -47,7 +47,7 @@ func newClusterCreateCommand() *cobra.Command {
 	f.StringVar(&o.Name, "name", "default", "cluster name (1-11 characters: a-z, 0-9, '-')")
 	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", cluster.MaxNodes))
 	f.StringVar(&o.Datapath, "datapath", "bridge", "pod network: "+strings.Join(datapath.Names(), ", "))
-	f.StringVar(&o.ProxyMode, "proxy-mode", "nftables", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", "))
+	f.StringVar(&o.ProxyMode, "proxy-mode", "", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", ")+" (default nftables; none, the default, for a datapath that replaces kube-proxy)")
 	f.StringVar(&o.KubernetesVersion, "kubernetes-version", binaries.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(binaries.KubernetesVersions(), ", ")+" (built on first use)")
 	f.StringVar(&o.CRI, "cri", cluster.CRIContainerd, "the nodes' container runtime interface: "+strings.Join(cluster.CRIs(), ", ")+" (crio is built on first use)")
 	f.StringSliceVar(&o.Runtimes, "runtimes", nil, "OCI runtime handlers, each with a RuntimeClass of its name: "+strings.Join(cluster.RuntimeHandlers(), ", ")+" (default runc,crun; runc always; runsc is gVisor, built on first use; CRI-O offers runc only)")

@@ -81,12 +81,11 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	if err != nil {
 		return nil, err
 	}
-	modeOK := false
-	for _, m := range ProxyModes() {
-		modeOK = modeOK || m == o.ProxyMode
+	if o.ProxyMode == "" {
+		o.ProxyMode = datapath.DefaultProxyMode(o.Datapath)
 	}
-	if !modeOK {
-		return nil, fmt.Errorf("--proxy-mode %q: expected nftables or iptables (IPVS is not in this kernel)", o.ProxyMode)
+	if err := datapath.CheckProxyMode(dp, o.ProxyMode, ProxyModes()); err != nil {
+		return nil, err
 	}
 	if o.Wait <= 0 {
 		return nil, fmt.Errorf("--wait %s: expected a positive duration such as 3m", o.Wait)

@@ -57,6 +57,9 @@ func (c *creator) startNodes(ctx context.Context) error {
 		if err := c.startKubelet(ctx, i); err != nil {
 			return err
 		}
+		if c.spec.ProxyMode == datapath.ProxyNone {
+			return nil
+		}
 		return c.startKubeProxy(ctx, i)
 	})
 	if err != nil {

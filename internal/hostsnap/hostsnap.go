@@ -51,7 +51,8 @@ type Snapshot struct {
 	Cgroups []string
 	// Processes holds cnibench-related processes as "comm: cmdline".
 	Processes []string
-	// BPF holds objects pinned under /sys/fs/bpf.
+	// BPF holds objects pinned under /sys/fs/bpf and programs attached to the host's cgroup2
+	// root.
 	BPF []string
 	// Files lists fixed host paths that Kubernetes components, runtimes and CNIs write to
 	// whatever they are told (/var/log/containers, /var/lib/kubelet, /run/containerd ...):
@@ -109,6 +110,7 @@ func Take(ctx context.Context) (Snapshot, error) {
 		{"mounts", takeMounts},
 		{"cgroups", takeCgroups},
 		{"bpf", takeBPF},
+		{"cgroup bpf", takeCgroupBPF},
 		{"sysctls", takeSysctls},
 		{"files", takeFiles},
 		// Processes go last: every helper command started above has been

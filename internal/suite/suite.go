@@ -12,6 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
 	"sigs.k8s.io/yaml"
 )
@@ -257,7 +258,7 @@ func (l *Local) fillDefaults() {
 		l.Datapath = "bridge"
 	}
 	if l.ProxyMode == "" {
-		l.ProxyMode = "nftables"
+		l.ProxyMode = datapath.DefaultProxyMode(l.Datapath)
 	}
 	if l.Nodes == 0 {
 		l.Nodes = 2

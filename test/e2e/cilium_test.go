@@ -60,6 +60,7 @@ func TestCiliumDatapaths(t *testing.T) {
 	for _, tc := range []struct{ datapath, name string }{
 		{"cilium-vxlan", "cnbcivxlan"},
 		{"cilium-native", "cnbcinative"},
+		{"cilium-kpr", "cnbcikpr"},
 	} {
 		t.Run(tc.datapath, func(t *testing.T) { testCilium(t, tc.datapath, tc.name) })
 	}
@@ -67,6 +68,7 @@ func TestCiliumDatapaths(t *testing.T) {
 
 func testCilium(t *testing.T, dp, name string) {
 	before := snapshot(t)
+	rootBefore := rootSocketPrograms(t)
 	sysBefore := readSysctls(t)
 	pathsBefore := ciliumHostPaths()
 	othersBefore := currentOthers(t, name)
@@ -102,7 +104,7 @@ func testCilium(t *testing.T, dp, name string) {
 			if !hasVXLAN {
 				t.Errorf("no cilium_vxlan device in node1:\n%s", links)
 			}
-		case "cilium-native":
+		case "cilium-native", "cilium-kpr":
 			if hasVXLAN {
 				t.Errorf("native routing, yet node1 has cilium_vxlan:\n%s", links)
 			}
@@ -119,6 +121,12 @@ func testCilium(t *testing.T, dp, name string) {
 	t.Run("workload", func(t *testing.T) { w.run() })
 	if t.Failed() {
 		return
+	}
+	if dp == "cilium-kpr" {
+		// After the workload, whose pods are on both nodes.
+		t.Run("kube-proxy replaced: no kube-proxy, socket LB on the nodes' cgroups only", func(t *testing.T) {
+			checkKPR(ctx, t, spec, stateDir, rootBefore)
+		})
 	}
 
 	t.Run("pods are cilium endpoints", func(t *testing.T) {

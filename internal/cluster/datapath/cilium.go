@@ -26,15 +26,29 @@ type Cilium struct {
 	// Native routes pod traffic over the shared underlay L2 without encapsulation
 	// (auto-direct-node-routes) instead of through VXLAN tunnels.
 	Native bool
+	// KPR deploys Cilium as it is usually run: native routing with kube-proxy replacement (the
+	// cluster runs no kube-proxy), the socket load balancer, BPF masquerading and BPF host
+	// routing. The socket load balancer attaches to the agent's --cgroup-root, the node's own
+	// cgroup2 subtree, so it translates the node's connections only.
+	KPR bool
 }
 
 // Name implements Datapath.
 func (d Cilium) Name() string {
-	if d.Native {
+	switch {
+	case d.KPR:
+		return "cilium-kpr"
+	case d.Native:
 		return "cilium-native"
 	}
 	return "cilium-vxlan"
 }
+
+// ReplacesKubeProxy implements WithoutKubeProxy.
+func (d Cilium) ReplacesKubeProxy() bool { return d.KPR }
+
+// native reports whether pod traffic crosses nodes unencapsulated.
+func (d Cilium) native() bool { return d.Native || d.KPR }
 
 // AllocateNodeCIDRs implements Datapath. The nodes' pod CIDRs follow the cluster's plan (the
 // control plane routes each node's plan subnet to it), and the agents' kubernetes IPAM reads
@@ -51,12 +65,23 @@ func (Cilium) Binaries() []string {
 }
 
 // Fingerprint implements WithFingerprint: the CNI, its version and mode for benchmark results.
+// The service and masquerading facts are what a comparison between Cilium deployments turns
+// on, so each is a key of its own.
 func (d Cilium) Fingerprint() map[string]string {
-	mode := "tunnel vxlan"
-	if d.Native {
-		mode = "native"
+	fp := map[string]string{
+		"cni": "cilium", "cni_version": strings.TrimPrefix(binaries.CiliumVersion, "v"), "cni_mode": "tunnel vxlan",
+		"cilium_kube_proxy_replacement": "false", "cilium_socket_lb": "false", "cilium_masquerade": "iptables",
+		"cilium_host_routing": "legacy", "cilium_tunnel_protocol": "vxlan",
 	}
-	return map[string]string{"cni": "cilium", "cni_version": strings.TrimPrefix(binaries.CiliumVersion, "v"), "cni_mode": mode}
+	if d.native() {
+		fp["cni_mode"], fp["cilium_tunnel_protocol"] = "native", "disabled"
+	}
+	if d.KPR {
+		fp["cni_mode"] = "native, kube-proxy replacement"
+		fp["cilium_kube_proxy_replacement"], fp["cilium_socket_lb"] = "true", "true"
+		fp["cilium_masquerade"], fp["cilium_host_routing"] = "bpf", "bpf"
+	}
+	return fp
 }
 
 // Names of the cached binaries.
@@ -99,7 +124,7 @@ func (d Cilium) Setup(_ context.Context, c Cluster) error {
 	// fail every endpoint, so say it here. Native routing also masquerades with an ipset of
 	// the node addresses, which the agent creates with the ipset tool.
 	tools := []string{"clang", "llc"}
-	if d.Native {
+	if d.native() {
 		tools = append(tools, "ipset")
 	}
 	for _, tool := range tools {
@@ -238,14 +263,9 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		"--enable-ipv4=true",
 		"--enable-ipv6=false",
 		"--devices=" + n.Uplink,
-		// Services stay with kube-proxy; the socket load balancer would attach programs to
-		// cgroups and see every connection on the machine.
-		"--kube-proxy-replacement=false",
-		"--bpf-lb-sock=false",
 		// Traffic from pods to the control plane leaves the pod range: masquerading it
 		// behind the node address keeps the control plane from needing pod routes.
 		"--enable-ipv4-masquerade=true",
-		"--enable-bpf-masquerade=false",
 		// Nothing here may leave the cluster's own files: paths are the node's.
 		"--state-dir=" + p.state,
 		"--socket-path=" + p.socket,
@@ -264,7 +284,8 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		"--enable-policy=default",
 		"--enable-k8s-networkpolicy=true",
 	}
-	if d.Native {
+	argv = append(argv, d.serviceArgs()...)
+	if d.native() {
 		return append(argv,
 			"--routing-mode=native",
 			"--ipv4-native-routing-cidr="+c.ClusterCIDR.String(),
@@ -275,6 +296,23 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		)
 	}
 	return append(argv, "--routing-mode=tunnel", "--tunnel-protocol=vxlan")
+}
+
+// serviceArgs say who serves Services and masquerades. Without kube-proxy replacement,
+// kube-proxy does, and iptables masquerades. With it, the agent's BPF programs do both: the
+// socket load balancer (forced on by kube-proxy replacement in 1.19) translates at connect()
+// in the node's cgroup subtree, NodePort and masquerading run on the uplink, and BPF host
+// routing hands packets between pods and the uplink without the node's iptables.
+func (d Cilium) serviceArgs() []string {
+	if !d.KPR {
+		return []string{"--kube-proxy-replacement=false", "--bpf-lb-sock=false", "--enable-bpf-masquerade=false"}
+	}
+	return []string{
+		"--kube-proxy-replacement=true",
+		"--bpf-lb-sock=true",
+		"--enable-bpf-masquerade=true",
+		"--enable-host-legacy-routing=false",
+	}
 }
 
 // operatorArgv is the operator's command line: it creates Cilium's CRDs and garbage-collects

@@ -173,3 +173,54 @@ func TestLinkRuntimeRunDirRefusesHostRun(t *testing.T) {
 		t.Log("/run/cilium exists on this host (not created by this test)")
 	}
 }
+
+// TestCiliumKPR checks the deployment people run: kube-proxy replacement with the socket load
+// balancer, BPF masquerading and host routing, native routing, no kube-proxy, and a
+// fingerprint that says all of it.
+func TestCiliumKPR(t *testing.T) {
+	d, err := Lookup("cilium-kpr")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c := testCiliumCluster(t)
+	n := c.Nodes[0]
+	argv := d.(Cilium).agentArgv(c, n, ciliumNodePaths(c, n))
+	for _, want := range []string{"--kube-proxy-replacement=true", "--bpf-lb-sock=true", "--enable-bpf-masquerade=true",
+		"--enable-host-legacy-routing=false", "--routing-mode=native", "--cgroup-root=" + ciliumNodePaths(c, n).cgroup} {
+		if !slices.Contains(argv, want) {
+			t.Errorf("missing %s in %v", want, argv)
+		}
+	}
+	for _, a := range argv {
+		if a == "--kube-proxy-replacement=false" || a == "--routing-mode=tunnel" {
+			t.Errorf("kpr agent has %s", a)
+		}
+	}
+	fp := d.(WithFingerprint).Fingerprint()
+	want := map[string]string{"cilium_kube_proxy_replacement": "true", "cilium_socket_lb": "true", "cilium_masquerade": "bpf",
+		"cilium_host_routing": "bpf", "cilium_tunnel_protocol": "disabled"}
+	for k, v := range want {
+		if fp[k] != v {
+			t.Errorf("fingerprint %s = %q, want %q", k, fp[k], v)
+		}
+	}
+	if fp := (Cilium{}).Fingerprint(); fp["cilium_kube_proxy_replacement"] != "false" || fp["cilium_masquerade"] != "iptables" || fp["cilium_tunnel_protocol"] != "vxlan" {
+		t.Errorf("vxlan fingerprint %v", fp)
+	}
+	if DefaultProxyMode("cilium-kpr") != ProxyNone || DefaultProxyMode("cilium-native") != "nftables" {
+		t.Errorf("default proxy modes %s, %s", DefaultProxyMode("cilium-kpr"), DefaultProxyMode("cilium-native"))
+	}
+	modes := []string{"nftables", "iptables"}
+	if err := CheckProxyMode(d, "iptables", modes); err == nil || !strings.Contains(err.Error(), "replaces kube-proxy") {
+		t.Errorf("kpr with kube-proxy: %v", err)
+	}
+	if err := CheckProxyMode(d, ProxyNone, modes); err != nil {
+		t.Error(err)
+	}
+	if err := CheckProxyMode(Bridge{}, ProxyNone, modes); err == nil || !strings.Contains(err.Error(), "cilium-kpr") {
+		t.Errorf("bridge without kube-proxy: %v", err)
+	}
+	if err := CheckProxyMode(Bridge{}, "ipvs", modes); err == nil || !strings.Contains(err.Error(), "--proxy-mode \"ipvs\"") {
+		t.Errorf("ipvs: %v", err)
+	}
+}

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
+	"slices"
 	"sort"
 	"strings"
 )
@@ -65,6 +66,55 @@ type WithBinaries interface {
 	Binaries() []string
 }
 
+// WithoutKubeProxy is implemented by datapaths that can serve Services themselves; when
+// ReplacesKubeProxy is true the cluster runs no kube-proxy and its proxy mode is "none".
+type WithoutKubeProxy interface {
+	ReplacesKubeProxy() bool
+}
+
+// ProxyNone is the proxy mode of a cluster whose datapath replaces kube-proxy.
+const ProxyNone = "none"
+
+// DefaultProxyMode is the kube-proxy mode a cluster on the named datapath gets when none is
+// asked for: none where the datapath replaces kube-proxy, nftables otherwise.
+func DefaultProxyMode(name string) string {
+	if dp, err := Lookup(name); err == nil && replacesKubeProxy(dp) {
+		return ProxyNone
+	}
+	return "nftables"
+}
+
+// CheckProxyMode refuses a kube-proxy mode the datapath cannot run with, naming the flag.
+func CheckProxyMode(dp Datapath, mode string, supported []string) error {
+	if replacesKubeProxy(dp) {
+		if mode != ProxyNone {
+			return fmt.Errorf("--proxy-mode %q: datapath %s replaces kube-proxy; expected none (or leave the flag out)", mode, dp.Name())
+		}
+		return nil
+	}
+	if slices.Contains(supported, mode) {
+		return nil
+	}
+	return fmt.Errorf("--proxy-mode %q: expected %s for datapath %s (none is for datapaths that replace kube-proxy: %s; IPVS is not in this kernel)",
+		mode, strings.Join(supported, " or "), dp.Name(), strings.Join(kubeProxyReplacing(), ", "))
+}
+
+func replacesKubeProxy(dp Datapath) bool {
+	w, ok := dp.(WithoutKubeProxy)
+	return ok && w.ReplacesKubeProxy()
+}
+
+// kubeProxyReplacing lists the datapaths that replace kube-proxy.
+func kubeProxyReplacing() []string {
+	var out []string
+	for _, n := range Names() {
+		if replacesKubeProxy(registry()[n]) {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
 // Datapath sets up pod networking for a cluster whose nodes' namespaces and underlay exist.
 type Datapath interface {
 	// Name is the --datapath value.
@@ -83,6 +133,7 @@ func registry() map[string]Datapath {
 		"bridge":        Bridge{},
 		"cilium-vxlan":  Cilium{},
 		"cilium-native": Cilium{Native: true},
+		"cilium-kpr":    Cilium{KPR: true},
 		"flannel-vxlan": Flannel{Backend: FlannelVXLAN}, "flannel-host-gw": Flannel{Backend: FlannelHostGW},
 	}
 }

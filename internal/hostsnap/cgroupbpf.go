@@ -1,0 +1,102 @@
+package hostsnap
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+)
+
+// cgroupHooks are the cgroup attach points a socket load balancer, a policy engine or a
+// device controller uses, by the name bpftool gives them.
+func cgroupHooks() map[string]ebpf.AttachType {
+	return map[string]ebpf.AttachType{
+		"ingress": ebpf.AttachCGroupInetIngress, "egress": ebpf.AttachCGroupInetEgress,
+		"sock_create": ebpf.AttachCGroupInetSockCreate, "sock_release": ebpf.AttachCgroupInetSockRelease,
+		"sock_ops": ebpf.AttachCGroupSockOps, "device": ebpf.AttachCGroupDevice,
+		"connect4": ebpf.AttachCGroupInet4Connect, "connect6": ebpf.AttachCGroupInet6Connect,
+		"post_bind4": ebpf.AttachCGroupInet4PostBind, "bind4": ebpf.AttachCGroupInet4Bind,
+		"sendmsg4": ebpf.AttachCGroupUDP4Sendmsg, "recvmsg4": ebpf.AttachCGroupUDP4Recvmsg,
+		"sendmsg6": ebpf.AttachCGroupUDP6Sendmsg, "recvmsg6": ebpf.AttachCGroupUDP6Recvmsg,
+		"getpeername4": ebpf.AttachCgroupInet4GetPeername, "getpeername6": ebpf.AttachCgroupInet6GetPeername,
+	}
+}
+
+// CgroupPrograms lists the BPF programs attached to a cgroup2 directory, by hook: with
+// effective, also those inherited from its ancestors, which is what its processes run.
+func CgroupPrograms(dir string, effective bool) (map[string][]ebpf.ProgramID, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open cgroup %s: %w", dir, err)
+	}
+	defer f.Close()
+	var flags uint32
+	if effective {
+		flags = 1 // BPF_F_QUERY_EFFECTIVE
+	}
+	out := map[string][]ebpf.ProgramID{}
+	for name, at := range cgroupHooks() {
+		res, err := link.QueryPrograms(link.QueryOptions{Target: int(f.Fd()), Attach: at, QueryFlags: flags})
+		if errors.Is(err, ebpf.ErrNotSupported) {
+			continue
+		}
+		if err != nil {
+			return nil, fmt.Errorf("query %s programs of %s: %w", name, dir, err)
+		}
+		for _, p := range res.Programs {
+			out[name] = append(out[name], p.ID)
+		}
+	}
+	return out, nil
+}
+
+// takeCgroupBPF records the programs attached to the host's cgroup2 root: a socket load
+// balancer attached there would translate every connection on the machine, and it outlives
+// its agent until detached. Programs are named (IDs change with every load).
+func takeCgroupBPF(_ context.Context, s *Snapshot) error {
+	root, err := Cgroup2Root()
+	if err != nil || root == "" {
+		return err
+	}
+	progs, err := CgroupPrograms(root, false)
+	if err != nil {
+		return err
+	}
+	for hook, ids := range progs {
+		for _, id := range ids {
+			name := "?"
+			if p, err := ebpf.NewProgramFromID(id); err == nil {
+				if info, err := p.Info(); err == nil {
+					name = info.Name
+				}
+				p.Close()
+			}
+			s.BPF = append(s.BPF, fmt.Sprintf("cgroup-bpf %s %s %s", root, hook, name))
+		}
+	}
+	return nil
+}
+
+// Cgroup2Root is where the host's cgroup2 hierarchy is mounted (/sys/fs/cgroup on a unified
+// host, /sys/fs/cgroup/unified on a hybrid one); empty when there is none.
+func Cgroup2Root() (string, error) {
+	f, err := os.Open("/proc/self/mountinfo")
+	if err != nil {
+		return "", fmt.Errorf("find the cgroup2 mount: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		// Fields after " - " are the filesystem type, source and options.
+		pre, post, ok := strings.Cut(sc.Text(), " - ")
+		if fields := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(fields) > 4 && strings.HasPrefix(fields[4], "/sys/fs/cgroup") {
+			return fields[4], nil
+		}
+	}
+	return "", sc.Err()
+}

@@ -1,0 +1,105 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/hostsnap"
+)
+
+// rootSocketPrograms lists the connect4 programs on the host's cgroup2 root.
+func rootSocketPrograms(t *testing.T) []ebpf.ProgramID {
+	t.Helper()
+	root, err := hostsnap.Cgroup2Root()
+	if err != nil || root == "" {
+		t.Fatalf("cgroup2 root: %q, %v", root, err)
+	}
+	progs, err := hostsnap.CgroupPrograms(root, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return progs["connect4"]
+}
+
+// checkKPR checks a cilium-kpr cluster: the nodes run no kube-proxy, each agent says it
+// replaces it, and its socket load balancer is attached to its own node's cgroup2 subtree,
+// which every pod of that node inherits and no pod of the other node does; the host's root
+// cgroup gets nothing.
+func checkKPR(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, rootBefore []ebpf.ProgramID) {
+	root, _ := hostsnap.Cgroup2Root()
+	if got := rootSocketPrograms(t); !slices.Equal(got, rootBefore) {
+		t.Errorf("connect4 programs on the host's cgroup2 root: %v, before the cluster %v", got, rootBefore)
+	}
+	perNode := map[int][]ebpf.ProgramID{}
+	for i := 1; i <= spec.Nodes; i++ {
+		if _, err := os.Stat(filepath.Join(stateDir, "run", spec.NodeName(i)+"-kube-proxy.pid")); err == nil {
+			t.Errorf("%s runs kube-proxy", spec.NodeName(i))
+		}
+		if out, _ := runCmd(ctx, "ip", "netns", "exec", spec.NodeNetns(i), "nft", "list", "tables"); strings.Contains(out, "kube-proxy") {
+			t.Errorf("%s has kube-proxy's nftables table:\n%s", spec.NodeName(i), out)
+		}
+		// What the fingerprint records, as the agent reports it.
+		out := ciliumDbg(ctx, t, stateDir, i, "status")
+		for _, want := range []string{`KubeProxyReplacement:\s+True`, `Host Routing:\s+BPF`, `Masquerading:\s+BPF`} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("node%d: cilium-dbg status does not say %s:\n%s", i, want, out)
+			}
+		}
+		progs, err := hostsnap.CgroupPrograms(filepath.Join(root, spec.CgroupRoot(), spec.NodeName(i)), false)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(progs["connect4"]) == 0 {
+			t.Errorf("no connect4 program on %s's cgroup: %v", spec.NodeName(i), progs)
+		}
+		perNode[i] = progs["connect4"]
+	}
+	for i := 1; i <= spec.Nodes; i++ {
+		dir := podCgroup(t, root, spec, i)
+		eff, err := hostsnap.CgroupPrograms(dir, true)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for j, ids := range perNode {
+			for _, id := range ids {
+				if has := slices.Contains(eff["connect4"], id); has != (i == j) {
+					t.Errorf("a pod cgroup of %s (%s) runs %s's connect4 program %d: %v", spec.NodeName(i), dir, spec.NodeName(j), id, has)
+				}
+			}
+		}
+	}
+}
+
+// podCgroup finds the cgroup2 directory of a process in a pod of node i (CoreDNS or the
+// workload's), from /proc.
+func podCgroup(t *testing.T, root string, spec cluster.Spec, i int) string {
+	t.Helper()
+	prefix := "0::" + spec.CgroupRoot() + "/" + spec.NodeName(i) + "/kubepods"
+	dirs, _ := filepath.Glob("/proc/[0-9]*/cgroup")
+	for _, f := range dirs {
+		fh, err := os.Open(f)
+		if err != nil {
+			continue
+		}
+		sc := bufio.NewScanner(fh)
+		for sc.Scan() {
+			if strings.HasPrefix(sc.Text(), prefix) {
+				fh.Close()
+				return filepath.Join(root, strings.TrimPrefix(sc.Text(), "0::"))
+			}
+		}
+		fh.Close()
+	}
+	t.Fatalf("no process of a pod on %s (cgroup2 %s...)", spec.NodeName(i), prefix)
+	return ""
+}
