@@ -50,7 +50,7 @@ func checkKPR(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir str
 		}
 		// What the fingerprint records, as the agent reports it.
 		out := ciliumDbg(ctx, t, stateDir, i, "status")
-		for _, want := range []string{`KubeProxyReplacement:\s+True`, `Host Routing:\s+BPF`, `Masquerading:\s+BPF`} {
+		for _, want := range []string{`KubeProxyReplacement:\s+True`, `Routing:\s+Network: Native\s+Host: BPF`, `Masquerading:\s+BPF`} {
 			if !regexp.MustCompile(want).MatchString(out) {
 				t.Errorf("node%d: cilium-dbg status does not say %s:\n%s", i, want, out)
 			}
