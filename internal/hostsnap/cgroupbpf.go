@@ -1,15 +1,14 @@
 package hostsnap
 
 import (
-	"bufio"
 	"context"
 	"errors"
 	"fmt"
 	"os"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
+	"github.com/cnibench/cnibench/internal/cgroupfs"
 )
 
 // cgroupHooks are the cgroup attach points a socket load balancer, a policy engine or a
@@ -59,7 +58,7 @@ func CgroupPrograms(dir string, effective bool) (map[string][]ebpf.ProgramID, er
 // balancer attached there would translate every connection on the machine, and it outlives
 // its agent until detached. Programs are named (IDs change with every load).
 func takeCgroupBPF(_ context.Context, s *Snapshot) error {
-	root, err := Cgroup2Root()
+	root, err := cgroupfs.Cgroup2Mount()
 	if err != nil || root == "" {
 		return err
 	}
@@ -80,23 +79,4 @@ func takeCgroupBPF(_ context.Context, s *Snapshot) error {
 		}
 	}
 	return nil
-}
-
-// Cgroup2Root is where the host's cgroup2 hierarchy is mounted (/sys/fs/cgroup on a unified
-// host, /sys/fs/cgroup/unified on a hybrid one); empty when there is none.
-func Cgroup2Root() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", fmt.Errorf("find the cgroup2 mount: %w", err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		// Fields after " - " are the filesystem type, source and options.
-		pre, post, ok := strings.Cut(sc.Text(), " - ")
-		if fields := strings.Fields(pre); ok && strings.HasPrefix(post, "cgroup2 ") && len(fields) > 4 && strings.HasPrefix(fields[4], "/sys/fs/cgroup") {
-			return fields[4], nil
-		}
-	}
-	return "", sc.Err()
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cnibench/cnibench/internal/cgroupfs"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/hostsnap"
 )
@@ -20,7 +21,7 @@ import (
 // rootSocketPrograms lists the connect4 programs on the host's cgroup2 root.
 func rootSocketPrograms(t *testing.T) []ebpf.ProgramID {
 	t.Helper()
-	root, err := hostsnap.Cgroup2Root()
+	root, err := cgroupfs.Cgroup2Mount()
 	if err != nil || root == "" {
 		t.Fatalf("cgroup2 root: %q, %v", root, err)
 	}
@@ -36,7 +37,7 @@ func rootSocketPrograms(t *testing.T) []ebpf.ProgramID {
 // which every pod of that node inherits and no pod of the other node does; the host's root
 // cgroup gets nothing.
 func checkKPR(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, rootBefore []ebpf.ProgramID) {
-	root, _ := hostsnap.Cgroup2Root()
+	root, _ := cgroupfs.Cgroup2Mount()
 	if got := rootSocketPrograms(t); !slices.Equal(got, rootBefore) {
 		t.Errorf("connect4 programs on the host's cgroup2 root: %v, before the cluster %v", got, rootBefore)
 	}

@@ -1,7 +1,6 @@
 package datapath
 
 import (
-	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,34 +15,20 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cgroupfs"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// cgroup2Mount finds where the cgroup2 hierarchy is mounted (/sys/fs/cgroup/unified on a hybrid
-// host, /sys/fs/cgroup on a pure v2 one).
+// cgroup2Mount finds where the cgroup2 hierarchy is mounted, which the cilium datapaths need.
 func cgroup2Mount() (string, error) {
-	f, err := os.Open("/proc/self/mountinfo")
-	if err != nil {
-		return "", fmt.Errorf("find the cgroup2 mount: %w", err)
+	dir, err := cgroupfs.Cgroup2Mount()
+	if err == nil && dir == "" {
+		err = errors.New("no cgroup2 hierarchy is mounted under /sys/fs/cgroup; the cilium datapaths need one")
 	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		for i, fld := range fields {
-			if fld == "-" && i+1 < len(fields) && fields[i+1] == "cgroup2" && len(fields) > 4 &&
-				strings.HasPrefix(fields[4], "/sys/fs/cgroup") {
-				return fields[4], nil
-			}
-		}
-	}
-	if err := sc.Err(); err != nil {
-		return "", fmt.Errorf("find the cgroup2 mount: %w", err)
-	}
-	return "", errors.New("no cgroup2 hierarchy is mounted under /sys/fs/cgroup; the cilium datapaths need one")
+	return dir, err
 }
 
 // linkRuntimeRunDir makes /run/cilium in node n's runtime mount namespace a symlink to the
