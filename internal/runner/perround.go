@@ -35,7 +35,11 @@ func (r *run) placePods(ctx context.Context, tg *target, st Step, res *Result) e
 	}
 	r.progress("target %s: %d pairs up in %.1fs for round %d", tg.name, want, stage.Took.Seconds(), st.Round)
 	tg.addSetup(setupPods, want, podMetrics(stage.Pods))
-	r.podMemory(ctx, tg)
+	// Waiting for the kubelets' first figures of new pods takes 10-15 s a block; the warm-up
+	// round's would be discarded.
+	if !st.Warmup() {
+		r.podMemory(ctx, tg)
+	}
 	return r.storeSetup(ctx, tg, res, st.Round, st.Warmup())
 }
 
