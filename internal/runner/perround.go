@@ -22,7 +22,9 @@ func (r *run) placePods(ctx context.Context, tg *target, st Step, res *Result) e
 		}
 	}
 	want := max(st.Combo.Pairs, 1)
-	if tg.fixture.Up() == want {
+	// A block that starts a round comes up afresh even when the previous round ended with the
+	// same block: every round times its own burst.
+	if tg.fixture.Up() == want && !st.NewBlock {
 		return nil
 	}
 	// From none, whatever was up: every round times the same burst.
