@@ -50,9 +50,8 @@ func Schedule(s suite.Suite, seed int64) []Step {
 // markBlocks marks the steps that start a block, with pods per round.
 func markBlocks(steps []Step, perRound bool) {
 	for i := range steps {
-		b := block{steps[i].Combo.Target, max(steps[i].Combo.Pairs, 1)}
 		steps[i].NewBlock = perRound && (i == 0 || steps[i].Round != steps[i-1].Round ||
-			b != block{steps[i-1].Combo.Target, max(steps[i-1].Combo.Pairs, 1)})
+			blockOf(steps[i].Combo) != blockOf(steps[i-1].Combo))
 	}
 }
 
@@ -61,6 +60,8 @@ type block struct {
 	target string
 	pairs  int
 }
+
+func blockOf(c suite.Combo) block { return block{c.Target, max(c.Pairs, 1)} }
 
 // shuffle orders a round's cells at random. With pods per round, the cells of one target at
 // one pairs level stay together, in random order, and so do the blocks: each block's pods are
@@ -76,7 +77,7 @@ func shuffle(cells []suite.Combo, rng *rand.Rand, perRound bool) []suite.Combo {
 	var blocks []block
 	members := map[block][]suite.Combo{}
 	for _, c := range cells {
-		b := block{c.Target, max(c.Pairs, 1)}
+		b := blockOf(c)
 		if members[b] == nil {
 			blocks = append(blocks, b)
 		}
@@ -102,9 +103,11 @@ const perSampleOverhead = 1500 * time.Millisecond
 // pair at 10 pairs, 0.7 s at 20 and 0.8 s at 40; retried samples come on top.
 const perPairOverhead = 750 * time.Millisecond
 
-// Bringing a block's pods up with pods per round, measured on the 2-core machine: the burst
-// of a pairs level's pods (containerd's and CRI-O's runc, crun and gVisor mixed), the wait
-// for the kubelets' first memory figures of them, and their removal.
+// Bringing a block's pods up with pods per round: the burst of a pairs level's pods, the wait
+// for the kubelets' first memory figures of them, and their removal. Set before the runtime
+// study ran and close to what it measured on the 2-core machine (runc, crun, gVisor, CRI-O
+// mixed, 64 blocks): bursts of 0.8 s at one pair to 18 s at forty, the memory wait 12.7 s,
+// removals 7 s on average and 30 s at most (forty gVisor pairs).
 const (
 	perBlockOverhead   = 15 * time.Second
 	perBlockPairUpDown = 600 * time.Millisecond
