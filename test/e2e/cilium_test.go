@@ -50,13 +50,7 @@ func readSysctls(t *testing.T) map[string]string {
 // carries the pods (endpoints, agent health, the mode's devices and routes), runs the common
 // workload, enforces a NetworkPolicy, deletes, and compares the host with before.
 func TestCiliumDatapaths(t *testing.T) {
-	comp, err := binaries.Lookup(binaries.Cilium)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := binaries.Default().Check(comp); err != nil {
-		t.Fatalf("cilium is not built: %v", err)
-	}
+	requireBuilt(t, binaries.Cilium)
 	for _, tc := range []struct{ datapath, name string }{
 		{"cilium-vxlan", "cnbcivxlan"},
 		{"cilium-native", "cnbcinative"},

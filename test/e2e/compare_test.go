@@ -22,10 +22,20 @@ func comparedDatapaths() []string {
 // TestRunComparesDatapathsInterleaved is issue 5's acceptance: one local cluster per datapath,
 // all alive at once, samples interleaved, a ranking in the summary, and nothing left after.
 func TestRunComparesDatapathsInterleaved(t *testing.T) {
+	testInterleaved(t, comparedDatapaths())
+}
+
+// TestRunComparesDeployedDatapathsInterleaved is the same for the datapaths as people deploy
+// them (issue 12): Calico, Canal and Cilium with kube-proxy replacement, with bridge as the
+// baseline, alive at once and interleaved.
+func TestRunComparesDeployedDatapathsInterleaved(t *testing.T) {
+	testInterleaved(t, []string{"bridge", "calico-vxlan", "canal", "cilium-kpr"})
+}
+
+func testInterleaved(t *testing.T, dps []string) {
 	before := snapshot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
-	dps := comparedDatapaths()
 	dir := t.TempDir()
 	suiteFile := filepath.Join(dir, "suite.yaml")
 	if err := os.WriteFile(suiteFile, []byte(`
@@ -65,6 +75,11 @@ warmup: 1s
 	for _, tg := range doc.Targets {
 		if want := strings.SplitN(tg.Name, "-", 2)[0]; tg.Fingerprint["cni"] != want || tg.Fingerprint["datapath"] != tg.Name {
 			t.Errorf("target %s: cni %q, datapath %q", tg.Name, tg.Fingerprint["cni"], tg.Fingerprint["datapath"])
+		}
+		// What a comparison between deployments turns on is recorded per CNI.
+		key := map[string]string{"calico": "calico_dataplane", "canal": "calico_dataplane", "cilium": "cilium_kube_proxy_replacement"}[tg.Fingerprint["cni"]]
+		if key != "" && tg.Fingerprint[key] == "" {
+			t.Errorf("target %s: fingerprint lacks %s: %v", tg.Name, key, tg.Fingerprint)
 		}
 	}
 	ranked := false

@@ -29,13 +29,7 @@ func flannelHostPaths() []string {
 // really carries the pods (its leases, the backend's device or routes, pod addresses from the
 // subnets it published), runs the common workload, deletes, and compares the host with before.
 func TestFlannelDatapaths(t *testing.T) {
-	comp, err := binaries.Lookup(binaries.Flannel)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := binaries.Default().Check(comp); err != nil {
-		t.Fatalf("flannel is not built: %v", err)
-	}
+	requireBuilt(t, binaries.Flannel)
 	for _, tc := range []struct{ datapath, backend, name string }{
 		{"flannel-vxlan", "vxlan", "cnbflvxlan"},
 		{"flannel-host-gw", "host-gw", "cnbflhostgw"},

@@ -19,6 +19,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/hostsnap"
 )
 
@@ -207,4 +208,17 @@ func cliSplit(ctx context.Context, args ...string) (string, string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return out.String(), errb.String(), err
+}
+
+// requireBuilt fails the test when a component is not in the cache (the test script's setup
+// builds every one).
+func requireBuilt(t *testing.T, name string) {
+	t.Helper()
+	comp, err := binaries.Lookup(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := binaries.Default().Check(comp); err != nil {
+		t.Fatalf("%s is not built: %v", name, err)
+	}
 }

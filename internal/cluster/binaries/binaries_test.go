@@ -62,6 +62,7 @@ func TestComponentsTable(t *testing.T) {
 		CRIO:       {"crio", "pinns"},
 		GVisor:     {"runsc", "containerd-shim-runsc-v1"},
 		Youki:      {"youki"},
+		Calico:     {"calico-node", "calico", "calico-ipam", "calico-crds.yaml"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -79,7 +80,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 25 + 6*len(KubernetesVersions()); len(seen) != want {
+	if want := 29 + 6*len(KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

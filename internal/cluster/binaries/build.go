@@ -206,6 +206,8 @@ func (c Cache) runRecipe(ctx context.Context, log io.Writer, comp Component, scr
 		return buildCRIO(ctx, log, comp, scratch, out)
 	case youkiBuild:
 		return c.buildYouki(ctx, log, comp, scratch, out)
+	case calicoBuild:
+		return buildCalico(ctx, log, comp, scratch, out)
 	}
 	return fmt.Errorf("unknown build kind %s", comp.kind)
 }

@@ -185,6 +185,7 @@ func Components() []Component {
 	// crio.go, gvisor.go, youki.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
+	all = append(all, calicoComponents()...)
 	all = append(all, crioComponents()...)
 	all = append(all, gvisorComponents()...)
 	return append(all, youkiComponents()...)

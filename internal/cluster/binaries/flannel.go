@@ -12,8 +12,9 @@ import (
 
 // Pinned versions of the flannel datapaths.
 const (
-	// FlannelVersion is the flanneld release.
-	FlannelVersion = "v0.28.4"
+	// FlannelVersion is the flanneld release: the newest the proxy serves,
+	// built with the same recipe as v0.28.4 before it.
+	FlannelVersion = "v0.28.10"
 	// FlannelCNIVersion is the release of the flannel CNI plugin. The plugin's
 	// own module (github.com/flannel-io/cni-plugin) is refused by the proxy at
 	// every version; this is its last release in containernetworking/plugins,
@@ -50,8 +51,8 @@ const flannelBuild buildKind = 101
 // package's init, so dropping the import only drops that backend.
 func flanneldDroppedImports() map[string]string {
 	return map[string]string{
-		// Its SDK (github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/common
-		// v1.3.79) is refused by the module proxy.
+		// Its SDK is refused by the module proxy (for v0.28.10,
+		// github.com/tencentcloud/tencentcloud-sdk-go/tencentcloud/vpc v1.3.188).
 		flannelModule + "/pkg/backend/tencentvpc": "its SDK is refused by the module proxy",
 		// The udp backend's proxy is C, and these builds run with CGO_ENABLED=0.
 		flannelModule + "/pkg/backend/udp": "it needs cgo",

@@ -131,6 +131,8 @@ type Datapath interface {
 func registry() map[string]Datapath {
 	return map[string]Datapath{
 		"bridge":        Bridge{},
+		"calico-vxlan":  Calico{},
+		"canal":         Calico{Canal: true},
 		"cilium-vxlan":  Cilium{},
 		"cilium-native": Cilium{Native: true},
 		"cilium-kpr":    Cilium{KPR: true},

@@ -67,6 +67,20 @@ func flannelNetConf(c Cluster) string { return filepath.Join(c.StateDir, "flanne
 
 // Setup writes the cluster's net-conf.json and each node's CNI configuration.
 func (f Flannel) Setup(_ context.Context, c Cluster) error {
+	if err := f.setupFlanneld(c); err != nil {
+		return err
+	}
+	for _, n := range c.Nodes {
+		if err := writeConflist(n, "10-cnb-flannel.conflist", flannelConflist(n)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// setupFlanneld writes what every flanneld of the cluster reads: net-conf.json, and each node's
+// directory without a subnet file from an earlier start.
+func (f Flannel) setupFlanneld(c Cluster) error {
 	if f.Backend != FlannelVXLAN && f.Backend != FlannelHostGW {
 		return fmt.Errorf("flannel backend %q: expected %s or %s", f.Backend, FlannelVXLAN, FlannelHostGW)
 	}
@@ -93,9 +107,6 @@ func (f Flannel) Setup(_ context.Context, c Cluster) error {
 		// Readiness is the subnet file's existence, so none may predate this flanneld.
 		if err := os.Remove(FlannelSubnetFile(n)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("remove stale subnet file of %s: %w", n.Name, err)
-		}
-		if err := writeConflist(n, "10-cnb-flannel.conflist", flannelConflist(n)); err != nil {
-			return err
 		}
 	}
 	return nil

@@ -46,7 +46,7 @@ func TestFlannelRegistered(t *testing.T) {
 		if !ok {
 			t.Fatalf("%s has no fingerprint", name)
 		}
-		if got := fp.Fingerprint(); got["cni"] != "flannel" || got["cni_mode"] != backend || got["cni_version"] != "v0.28.4" {
+		if got := fp.Fingerprint(); got["cni"] != "flannel" || got["cni_mode"] != backend || got["cni_version"] != "v0.28.10" {
 			t.Errorf("%s fingerprint %v", name, got)
 		}
 	}

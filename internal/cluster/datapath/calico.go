@@ -1,0 +1,288 @@
+package datapath
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+// Calico runs Calico as its manifests deploy it with the Kubernetes datastore and the iptables
+// dataplane: per node, calico-node's start-up (it registers the node with Calico), then felix,
+// which programs routes, the VXLAN device and policy chains in the node's namespace, and the
+// calico CNI plugin, which plumbs each pod with a cali veth.
+//
+// Two deployments:
+//   - calico-vxlan: Calico carries pods between nodes in VXLAN (encapsulation Always, no BGP)
+//     and allocates addresses with calico-ipam from one IP pool per node, the node's planned
+//     pod subnet, so pod addresses follow the cluster's plan like every other datapath's;
+//   - canal: flanneld (vxlan) carries pods between nodes, calico-node runs without networking,
+//     and the calico plugin takes addresses from the node's pod CIDR with host-local: Calico
+//     only enforces policy. RKE2 deploys this by default.
+//
+// calico-node writes to the fixed /var/lib/calico and /var/run/calico. Each runs in a mount
+// namespace of its own where those are the node's directories under the cluster state, bpffs
+// is a private instance and /proc/sys is read-only except for the namespaced /proc/sys/net.
+type Calico struct {
+	// Canal selects flannel for the network and Calico for policy only.
+	Canal bool
+}
+
+// Name implements Datapath.
+func (d Calico) Name() string {
+	if d.Canal {
+		return "canal"
+	}
+	return "calico-vxlan"
+}
+
+// AllocateNodeCIDRs implements Datapath: canal's flanneld takes each node's subnet from the
+// controller-manager's allocation; Calico's IPAM uses the plan's subnets as IP pools.
+func (d Calico) AllocateNodeCIDRs() bool { return d.Canal }
+
+// EnforcesNetworkPolicy reports that felix enforces Kubernetes NetworkPolicy in iptables.
+func (Calico) EnforcesNetworkPolicy() bool { return true }
+
+// Binaries implements WithBinaries.
+func (d Calico) Binaries() []string {
+	b := []string{binaries.CalicoNodeBinary, binaries.CalicoCNIBinary, binaries.CalicoIPAMBinary, binaries.CalicoCRDs}
+	if d.Canal {
+		b = append(b, binaries.FlanneldBinary)
+	}
+	return b
+}
+
+// Fingerprint implements WithFingerprint: what a comparison between Calico deployments (or
+// with another CNI) turns on.
+func (d Calico) Fingerprint() map[string]string {
+	fp := map[string]string{
+		"cni": "calico", "cni_version": binaries.CalicoVersion, "cni_mode": "vxlan",
+		"calico_dataplane": "iptables", "calico_encapsulation": "vxlan", "calico_ipam": "calico-ipam",
+		"calico_iptables_backend": "nft",
+	}
+	if d.Canal {
+		fp["cni"], fp["cni_mode"] = "canal", "flannel vxlan, calico policy"
+		fp["flannel_version"] = binaries.FlannelVersion
+		fp["calico_encapsulation"], fp["calico_ipam"] = "none (flannel vxlan)", "host-local"
+	}
+	return fp
+}
+
+// calicoMTU is the pods' MTU: the underlay's 1500 less VXLAN's 50 bytes, for both deployments.
+const calicoMTU = 1450
+
+// calicoDir holds the cluster's Calico files; calicoNodeDir a node's.
+func calicoDir(c Cluster) string { return filepath.Join(c.StateDir, "calico") }
+
+func calicoNodeDir(c Cluster, n Node) string { return filepath.Join(calicoDir(c), n.Name) }
+
+// Setup checks the tools felix runs, installs Calico's CRDs (and for calico-vxlan the nodes'
+// IP pools), and writes each node's CNI configuration; canal also prepares flanneld.
+func (d Calico) Setup(ctx context.Context, c Cluster) error {
+	for _, tool := range []string{"iptables-nft", "ipset"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			return fmt.Errorf("%s needs %s (Debian packages iptables and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
+		}
+	}
+	if d.Canal {
+		if err := canalFlannel().setupFlanneld(c); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.Nodes {
+		for _, sub := range []string{"lib", "run"} {
+			if err := os.MkdirAll(filepath.Join(calicoNodeDir(c, n), sub), 0o755); err != nil {
+				return fmt.Errorf("calico directories of %s: %w", n.Name, err)
+			}
+		}
+		if err := writeConflist(n, "10-cnb-calico.conflist", d.conflist(c, n)); err != nil {
+			return err
+		}
+	}
+	k := kubectl{bin: c.Bin("kubectl"), kubeconfig: c.Kubeconfig, cache: filepath.Join(calicoDir(c), "kubectl-cache")}
+	crds := c.Bin(binaries.CalicoCRDs)
+	if err := k.run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+		return fmt.Errorf("install calico CRDs: %w", err)
+	}
+	if err := k.run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		return fmt.Errorf("wait for calico CRDs: %w", err)
+	}
+	if d.Canal {
+		return nil
+	}
+	if err := k.run(ctx, strings.NewReader(calicoIPPools(c)), "apply", "--server-side", "-f", "-"); err != nil {
+		return fmt.Errorf("create calico IP pools: %w", err)
+	}
+	return nil
+}
+
+// canalFlannel is the flannel half of canal.
+func canalFlannel() Flannel { return Flannel{Backend: FlannelVXLAN} }
+
+// conflist is node n's CNI configuration, upstream's with every path the node's own: the
+// calico plugin, then portmap for hostPort.
+func (d Calico) conflist(c Cluster, n Node) map[string]any {
+	ipam := map[string]any{"type": binaries.CalicoIPAMBinary}
+	if d.Canal {
+		// The plugin puts the Node's pod CIDR in place of usePodCidr; host-local's
+		// allocations stay in the node's directory.
+		ipam = map[string]any{"type": "host-local", "subnet": "usePodCidr", "dataDir": filepath.Join(n.DataDir, "ipam")}
+	}
+	return map[string]any{
+		"cniVersion": "0.3.1",
+		// Per node, like the other datapaths': host-local keys its state by network name.
+		"name": "cnb-calico-" + n.Name,
+		"plugins": []any{
+			map[string]any{
+				"type":           binaries.CalicoCNIBinary,
+				"log_level":      "info",
+				"log_file_path":  filepath.Join(calicoNodeDir(c, n), "cni.log"),
+				"datastore_type": "kubernetes",
+				"nodename":       n.Name,
+				// The plugin refuses to run until calico-node's start-up has written this file
+				// (its sign that calico-node runs); the fixed /var/lib/calico/nodename exists only
+				// in calico-node's mount namespace, so it is named where it really is.
+				"nodename_file": filepath.Join(calicoNodeDir(c, n), "lib", "nodename"),
+				"mtu":           calicoMTU,
+				"ipam":          ipam,
+				"policy":        map[string]any{"type": "k8s"},
+				"kubernetes":    map[string]any{"kubeconfig": c.Kubeconfig},
+			},
+			map[string]any{"type": "portmap", "snat": true, "capabilities": map[string]bool{"portMappings": true}},
+		},
+	}
+}
+
+// calicoIPPools are calico-vxlan's pools: one per node, its planned pod subnet, selected by
+// node name so that calico-ipam gives each node's pods addresses from its own subnet.
+func calicoIPPools(c Cluster) string {
+	var b strings.Builder
+	for _, n := range c.Nodes {
+		fmt.Fprintf(&b, `---
+apiVersion: crd.projectcalico.org/v1
+kind: IPPool
+metadata:
+  name: cnb-%s
+spec:
+  cidr: %s
+  blockSize: 26
+  vxlanMode: Always
+  ipipMode: Never
+  natOutgoing: true
+  nodeSelector: kubernetes.io/hostname == "%s"
+`, n.Name, n.PodCIDR, n.Name)
+	}
+	return b.String()
+}
+
+// Daemons implements WithDaemons: canal's flanneld per node first, then calico-node per node,
+// ready when felix says it is.
+func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
+	if c.Bin == nil {
+		return nil, fmt.Errorf("%s: the cluster gives no binary paths", d.Name())
+	}
+	var out []Daemon
+	if d.Canal {
+		fl, err := canalFlannel().Daemons(c)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, fl...)
+	}
+	node := c.Bin(binaries.CalicoNodeBinary)
+	for i, n := range c.Nodes {
+		argv := []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "cnb-calico-node",
+			c.StateDir, calicoNodeDir(c, n), node, fmt.Sprint(!d.Canal),
+			c.Bin("kubectl"), filepath.Join(calicoDir(c), "kubectl-cache"), n.Name}
+		netns := n.Netns
+		out = append(out, Daemon{
+			Name: n.Name + "-calico-node", Node: i + 1,
+			Argv: argv,
+			Env:  d.env(c, n),
+			Ready: func() bool {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				return exec.CommandContext(ctx, "ip", "netns", "exec", netns, node, "-felix-ready").Run() == nil
+			},
+		})
+	}
+	return out, nil
+}
+
+// calicoNodeMounts prepares calico-node's private mount namespace (created by unshare with slave
+// propagation, so nothing mounted here reaches the host), then runs its start-up, for VXLAN the
+// allocation of the node's tunnel address, and becomes felix. /var/lib is a tmpfs, so the fixed
+// /var/lib/calico is the node's directory without creating anything in the host's /var/lib;
+// the cluster's state directory is bound back into it (the kubeconfig is there). /run is a
+// tmpfs for the same reason (/var/run/calico); felix's BPF clean-up sees a private bpffs.
+// The start-up fails on a Node object that does not exist yet, so it waits for the kubelet to
+// register it (kubectl reads KUBECONFIG from the environment).
+// Arguments: the cluster's state directory, the node's calico directory, calico-node, whether
+// to allocate a VXLAN tunnel address, kubectl, its cache directory, the node's name.
+const calicoNodeMounts = `set -e
+state=$1 dir=$2 node=$3 vxlan=$4 kubectl=$5 cache=$6 name=$7
+until "$kubectl" --cache-dir="$cache" get node "$name" >/dev/null 2>&1; do sleep 0.5; done
+mount -t tmpfs -o mode=0755 cnb-calico-run /run
+mkdir -p /run/cnb-state /run/calico
+mount --bind "$state" /run/cnb-state
+mount --bind "$dir/run" /run/calico
+mount -t tmpfs -o mode=0755 cnb-calico-lib /var/lib
+mkdir -p /var/lib/calico "$state"
+mount --bind /run/cnb-state "$state"
+mount --bind "$dir/lib" /var/lib/calico
+mount -t bpf cnb-calico-bpffs /sys/fs/bpf
+mount --bind /proc/sys /proc/sys
+mount -o remount,bind,ro /proc/sys
+mount --bind /proc/sys/net /proc/sys/net
+mount -o remount,bind,rw /proc/sys/net
+"$node" -startup
+if [ "$vxlan" = true ]; then "$node" -allocate-tunnel-addrs -allocate-tunnel-addrs-run-once; fi
+exec "$node" -felix`
+
+// env is calico-node's configuration for node n, as upstream's manifests set it, with what
+// this lab needs on top: no usage reports (felix would call out of the lab), no pools of
+// Calico's choosing, no log files, no XDP or BPF, the nft iptables backend Debian's iptables is.
+func (d Calico) env(c Cluster, n Node) []string {
+	env := []string{
+		"DATASTORE_TYPE=kubernetes", "FELIX_DATASTORETYPE=kubernetes", "KUBECONFIG=" + c.Kubeconfig,
+		"WAIT_FOR_DATASTORE=true", "NODENAME=" + n.Name, "FELIX_FELIXHOSTNAME=" + n.Name,
+		"IP=" + n.IP.String() + "/24", "NO_DEFAULT_POOLS=true", "CALICO_MANAGE_CNI=false",
+		"CALICO_DISABLE_FILE_LOGGING=true", "FELIX_LOGFILEPATH=none", "FELIX_LOGSEVERITYSCREEN=info",
+		"FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT", "FELIX_IPV6SUPPORT=false", "FELIX_HEALTHENABLED=true",
+		"FELIX_USAGEREPORTINGENABLED=false", "FELIX_IPTABLESBACKEND=nft", "FELIX_XDPENABLED=false",
+		"FELIX_BPFENABLED=false", "FELIX_PROMETHEUSMETRICSENABLED=false",
+		// The node's uplink is eth0, which felix's default pattern matches; said here because
+		// the VXLAN MTU derives from it.
+		"FELIX_MTUIFACEPATTERN=^" + n.Uplink + "$",
+	}
+	if d.Canal {
+		return append(env, "CALICO_NETWORKING_BACKEND=none", "CLUSTER_TYPE=k8s,canal", "USE_POD_CIDR=true",
+			"FELIX_IPTABLESREFRESHINTERVAL=60")
+	}
+	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", calicoMTU))
+}
+
+// kubectl runs kubectl against the cluster, its cache in the cluster's directory.
+type kubectl struct {
+	bin, kubeconfig, cache string
+}
+
+func (k kubectl) run(ctx context.Context, stdin *strings.Reader, args ...string) error {
+	full := append([]string{"--kubeconfig=" + k.kubeconfig, "--cache-dir=" + k.cache}, args...)
+	cmd := exec.CommandContext(ctx, k.bin, full...)
+	if stdin != nil {
+		cmd.Stdin = stdin
+	}
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}

@@ -1,0 +1,165 @@
+package datapath
+
+import (
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+func TestCalicoRegistered(t *testing.T) {
+	for name, canal := range map[string]bool{"calico-vxlan": false, "canal": true} {
+		d, err := Lookup(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, ok := d.(Calico)
+		if !ok || c.Canal != canal || c.Name() != name {
+			t.Errorf("%s: %#v", name, d)
+		}
+		// canal's flanneld needs the controller-manager's allocation; calico-ipam uses the plan.
+		if d.AllocateNodeCIDRs() != canal {
+			t.Errorf("%s: AllocateNodeCIDRs %v", name, d.AllocateNodeCIDRs())
+		}
+		if slices.Contains(c.Binaries(), binaries.FlanneldBinary) != canal {
+			t.Errorf("%s binaries %v", name, c.Binaries())
+		}
+		fp := c.Fingerprint()
+		for _, k := range []string{"calico_dataplane", "calico_encapsulation", "calico_ipam", "calico_iptables_backend"} {
+			if fp[k] == "" {
+				t.Errorf("%s fingerprint lacks %s: %v", name, k, fp)
+			}
+		}
+	}
+	if fp := (Calico{Canal: true}).Fingerprint(); fp["cni"] != "canal" || fp["calico_ipam"] != "host-local" || fp["flannel_version"] == "" {
+		t.Errorf("canal fingerprint %v", fp)
+	}
+}
+
+// TestCalicoConflist checks each deployment's IPAM and that every path the plugin writes is the
+// node's.
+func TestCalicoConflist(t *testing.T) {
+	c := testCiliumCluster(t)
+	n := c.Nodes[0]
+	for _, d := range []Calico{{}, {Canal: true}} {
+		b, err := json.Marshal(d.conflist(c, n))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var conf struct {
+			Plugins []struct {
+				Type     string `json:"type"`
+				LogFile  string `json:"log_file_path"`
+				Nodename string `json:"nodename"`
+				NameFile string `json:"nodename_file"`
+				MTU      int    `json:"mtu"`
+				IPAM     struct{ Type, Subnet, DataDir string }
+			}
+		}
+		if err := json.Unmarshal(b, &conf); err != nil {
+			t.Fatal(err)
+		}
+		p := conf.Plugins[0]
+		if p.Type != "calico" || p.Nodename != "node1" || p.MTU != 1450 || !strings.HasPrefix(p.LogFile, c.StateDir+"/") ||
+			p.NameFile != filepath.Join(c.StateDir, "calico", "node1", "lib", "nodename") {
+			t.Errorf("%s: plugin %+v", d.Name(), p)
+		}
+		want := "calico-ipam"
+		if d.Canal {
+			want = "host-local"
+			if p.IPAM.Subnet != "usePodCidr" || p.IPAM.DataDir == "" {
+				t.Errorf("canal IPAM %+v", p.IPAM)
+			}
+		}
+		if p.IPAM.Type != want {
+			t.Errorf("%s: IPAM %q, want %q", d.Name(), p.IPAM.Type, want)
+		}
+	}
+}
+
+func TestCalicoIPPoolsAndEnv(t *testing.T) {
+	c := testCiliumCluster(t)
+	pools := calicoIPPools(c)
+	for _, want := range []string{"name: cnb-node1", "cidr: 10.250.129.0/24", "vxlanMode: Always", `kubernetes.io/hostname == "node1"`} {
+		if !strings.Contains(pools, want) {
+			t.Errorf("pools lack %q:\n%s", want, pools)
+		}
+	}
+	for _, d := range []Calico{{}, {Canal: true}} {
+		env := d.env(c, c.Nodes[0])
+		// Felix reports usage to the internet unless told not to.
+		for _, want := range []string{"FELIX_USAGEREPORTINGENABLED=false", "NO_DEFAULT_POOLS=true", "NODENAME=node1", "IP=10.250.0.11/24"} {
+			if !slices.Contains(env, want) {
+				t.Errorf("%s env lacks %s: %v", d.Name(), want, env)
+			}
+		}
+		backend := "CALICO_NETWORKING_BACKEND=vxlan"
+		if d.Canal {
+			backend = "CALICO_NETWORKING_BACKEND=none"
+		}
+		if !slices.Contains(env, backend) {
+			t.Errorf("%s env lacks %s", d.Name(), backend)
+		}
+	}
+}
+
+// TestCalicoNodeMounts runs the mount script with a stand-in for calico-node that writes where
+// calico-node does: its files must land in the node's directory, nothing in the host's
+// /var/lib or /run, and the cluster's state directory must stay readable.
+func TestCalicoNodeMounts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for mount namespaces (CI runs as root)")
+	}
+	// Under /var/lib, as a cluster's is, so that the script must bind it back over its tmpfs.
+	state, err := os.MkdirTemp("/var/lib", "cnb-test-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(state) })
+	dir := filepath.Join(state, "calico", "node1")
+	for _, sub := range []string{"lib", "run"} {
+		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.WriteFile(filepath.Join(state, "admin.kubeconfig"), []byte("kubeconfig"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	fake := filepath.Join(t.TempDir(), "calico-node")
+	script := `#!/bin/sh
+set -e
+echo "$1" >> /var/lib/calico/calls
+case "$1" in -felix) cat ` + filepath.Join(state, "admin.kubeconfig") + ` > /run/calico/seen; mountpoint -q /sys/fs/bpf;
+  if echo 1 > /proc/sys/kernel/cnb-none 2>/dev/null; then exit 3; fi ;; esac
+`
+	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"/var/lib/calico", "/run/calico"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Skipf("%s exists on this host already", p)
+		}
+	}
+	out, err := exec.Command("unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "t",
+		state, dir, fake, "true", "true", filepath.Join(state, "cache"), "node1").CombinedOutput()
+	if err != nil {
+		t.Fatalf("mount script: %v\n%s", err, out)
+	}
+	calls, _ := os.ReadFile(filepath.Join(dir, "lib", "calls"))
+	if got := strings.Fields(string(calls)); !slices.Equal(got, []string{"-startup", "-allocate-tunnel-addrs", "-felix"}) {
+		t.Errorf("calico-node ran %v", got)
+	}
+	if seen, _ := os.ReadFile(filepath.Join(dir, "run", "seen")); string(seen) != "kubeconfig" {
+		t.Errorf("felix read %q through the state directory", seen)
+	}
+	for _, p := range []string{"/var/lib/calico", "/run/calico"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Errorf("%s was created on the host", p)
+		}
+	}
+}

@@ -1,0 +1,172 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+// calicoHostPaths are where calico-node and the calico CNI plugin put their files when they own
+// a host; run per node namespace, they must create none of them.
+func calicoHostPaths() map[string]bool {
+	out := map[string]bool{}
+	for _, p := range []string{"/var/lib/calico", "/var/run/calico", "/var/log/calico", "/etc/cni/net.d/10-calico.conflist",
+		"/etc/cni/net.d/calico-kubeconfig", "/opt/cni/bin/calico", "/sys/fs/bpf/calico", "/sys/fs/bpf/tc"} {
+		_, err := os.Lstat(p)
+		out[p] = err == nil
+	}
+	return out
+}
+
+// TestCalicoDatapaths creates a cluster with each Calico datapath, proves that felix and the
+// mode's forwarding really carry the pods, runs the common workload, enforces a NetworkPolicy
+// (felix's chains do), deletes, and compares the host with before.
+func TestCalicoDatapaths(t *testing.T) {
+	requireBuilt(t, binaries.Calico)
+	for _, tc := range []struct{ datapath, name string }{
+		{"calico-vxlan", "cnbcalvxlan"},
+		{"canal", "cnbcanal"},
+	} {
+		t.Run(tc.datapath, func(t *testing.T) { testCalico(t, tc.datapath, tc.name) })
+	}
+}
+
+func testCalico(t *testing.T, dp, name string) {
+	before := snapshot(t)
+	pathsBefore := calicoHostPaths()
+	othersBefore := currentOthers(t, name)
+	rootRules, _ := runCmd(context.Background(), "iptables-nft-save")
+	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+	defer cancel()
+	defer forceDelete(name)
+
+	start := time.Now()
+	out, err := cli(ctx, "cluster", "create", "--name", name, "--datapath", dp)
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	spec := readSpec(t, name)
+	w := newWorkload(ctx, t, name)
+
+	t.Run("felix is ready in each node namespace and its chains stay there", func(t *testing.T) {
+		for i := 1; i <= spec.Nodes; i++ {
+			ready := exec.CommandContext(ctx, "ip", "netns", "exec", spec.NodeNetns(i), binaries.Default().Path(binaries.CalicoNodeBinary), "-felix-ready")
+			if out, err := ready.CombinedOutput(); err != nil {
+				t.Errorf("node%d: calico-node -felix-ready: %v: %s", i, err, out)
+			}
+			rules, err := runCmd(ctx, "ip", "netns", "exec", spec.NodeNetns(i), "iptables-nft-save")
+			if err != nil || !strings.Contains(rules, ":cali-FORWARD") {
+				t.Errorf("node%d has no cali-FORWARD chain (%v)", i, err)
+			}
+		}
+		if after, _ := runCmd(ctx, "iptables-nft-save"); strings.Contains(after, "cali-") && !strings.Contains(rootRules, "cali-") {
+			t.Errorf("felix wrote chains in the root namespace:\n%s", after)
+		}
+	})
+	t.Run("workload", func(t *testing.T) { w.run() })
+	if t.Failed() {
+		return
+	}
+	// After the workload, whose pods are on both nodes.
+	t.Run("mode devices and routes", func(t *testing.T) { checkCalicoMode(ctx, t, dp, spec) })
+	t.Run("pods are calico workloads with addresses from their node's subnet", func(t *testing.T) {
+		pods, err := w.cs.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		nodes := map[string]string{}
+		for _, p := range pods.Items {
+			n, err := w.cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			nodes[p.Spec.NodeName] = n.Spec.PodCIDR
+			if !cidrContains(t, n.Spec.PodCIDR, p.Status.PodIP) {
+				t.Errorf("pod %s on %s has %s, outside %s", p.Name, p.Spec.NodeName, p.Status.PodIP, n.Spec.PodCIDR)
+			}
+			// The calico plugin records the address it assigned on the pod.
+			if got := p.Annotations["cni.projectcalico.org/podIP"]; got != p.Status.PodIP+"/32" {
+				t.Errorf("pod %s: calico's podIP annotation %q, want %s/32", p.Name, got, p.Status.PodIP)
+			}
+		}
+		if dp == "calico-vxlan" {
+			// calico-ipam's blocks are carved from each node's own pool.
+			blocks, err := runCmd(ctx, binaries.Default().KubectlPath(binaries.DefaultKubernetesVersion), "--kubeconfig", w.kubeconfig,
+				"get", "blockaffinities.crd.projectcalico.org", "-o", "jsonpath={range .items[*]}{.spec.node} {.spec.cidr}{\"\\n\"}{end}")
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, line := range strings.Split(strings.TrimSpace(blocks), "\n") {
+				node, cidr, _ := strings.Cut(line, " ")
+				if pod := nodes[node]; pod != "" && !cidrContains(t, pod, strings.Split(cidr, "/")[0]) {
+					t.Errorf("block %s of %s is outside its pool %s", cidr, node, pod)
+				}
+			}
+			t.Logf("calico-ipam blocks:\n%s", blocks)
+		}
+	})
+	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) { w.networkPolicy(t) })
+
+	start = time.Now()
+	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	assertCleanBeside(t, before, name, othersBefore)
+	for p, existed := range pathsBefore {
+		if _, err := os.Lstat(p); err == nil && !existed {
+			t.Errorf("%s exists after delete", p)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(cluster.DefaultLayout().Dir(name), "calico")); err == nil {
+		t.Errorf("the cluster's calico directory survived delete")
+	}
+}
+
+// checkCalicoMode checks who carries pods between nodes: Calico's own vxlan.calico device for
+// calico-vxlan, flannel.1 (and no vxlan.calico) for canal.
+func checkCalicoMode(ctx context.Context, t *testing.T, dp string, spec cluster.Spec) {
+	links, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "-o", "link", "show")
+	routes, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "route", "show")
+	calicoVXLAN, flannel := strings.Contains(links, "vxlan.calico"), strings.Contains(links, "flannel.1")
+	switch dp {
+	case "calico-vxlan":
+		if !calicoVXLAN || flannel {
+			t.Errorf("calico-vxlan: node1 links (want vxlan.calico, no flannel.1):\n%s", links)
+		}
+		if !strings.Contains(routes, "dev vxlan.calico") {
+			t.Errorf("node1 has no route through vxlan.calico:\n%s", routes)
+		}
+	case "canal":
+		if calicoVXLAN || !flannel {
+			t.Errorf("canal: node1 links (want flannel.1, no vxlan.calico):\n%s", links)
+		}
+		if !strings.Contains(routes, "dev flannel.1") {
+			t.Errorf("node1 has no route through flannel.1:\n%s", routes)
+		}
+	}
+	if !strings.Contains(routes, "dev cali") {
+		t.Errorf("node1 has no route to a pod through a cali veth:\n%s", routes)
+	}
+}
+
+func cidrContains(t *testing.T, cidr, ip string) bool {
+	t.Helper()
+	_, n, err := net.ParseCIDR(cidr)
+	if err != nil {
+		t.Fatalf("bad CIDR %q: %v", cidr, err)
+	}
+	return n.Contains(parseIP(t, ip))
+}
