@@ -283,6 +283,29 @@ func writableModule(ctx context.Context, log io.Writer, comp Component, scratch 
 	return src, nil
 }
 
+// goBinary is one binary of a component built from a package of its module.
+type goBinary struct {
+	name string // file name in the cache
+	pkg  string // package relative to the module root
+	tags []string
+}
+
+// buildBinaries runs one go build per binary in the module copy src, with the component's
+// ldflags, for components whose binaries need names or build tags of their own.
+func buildBinaries(ctx context.Context, log io.Writer, comp Component, src, out string, bins ...goBinary) error {
+	for _, b := range bins {
+		args := []string{"build", "-trimpath"}
+		if len(b.tags) > 0 {
+			args = append(args, "-tags", strings.Join(b.tags, ","))
+		}
+		args = append(args, "-ldflags", comp.ldflags, "-o", filepath.Join(out, b.name), b.pkg)
+		if err := runGo(ctx, log, src, goEnv(), nil, args...); err != nil {
+			return fmt.Errorf("build %s: %w", b.name, err)
+		}
+	}
+	return nil
+}
+
 // buildModuleCopy builds inside a writable copy of the downloaded module:
 // the module cache copy is read-only, and `go install mod@v` refuses modules
 // whose go.mod has replace directives.

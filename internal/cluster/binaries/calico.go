@@ -82,15 +82,10 @@ func buildCalico(ctx context.Context, log io.Writer, comp Component, scratch, ou
 		return fmt.Errorf("point %s at the proxy: %w", calicoAPIModule, err)
 	}
 	fmt.Fprintf(log, "# go mod edit %s\n", replace)
-	builds := []struct{ name, pkg string }{
-		{CalicoNodeBinary, "./node/cmd/calico-node"},
-		{CalicoCNIBinary, "./cni-plugin/cmd/calico"},
-	}
-	for _, b := range builds {
-		args := []string{"build", "-trimpath", "-ldflags", comp.ldflags, "-o", filepath.Join(out, b.name), b.pkg}
-		if err := runGo(ctx, log, src, goEnv(), nil, args...); err != nil {
-			return fmt.Errorf("build %s: %w", b.name, err)
-		}
+	if err := buildBinaries(ctx, log, comp, src, out,
+		goBinary{name: CalicoNodeBinary, pkg: "./node/cmd/calico-node"},
+		goBinary{name: CalicoCNIBinary, pkg: "./cni-plugin/cmd/calico"}); err != nil {
+		return err
 	}
 	copies := []struct {
 		from, to string

@@ -13,9 +13,12 @@ import (
 	"time"
 )
 
-// CiliumVersion is the Cilium release built for the cilium datapaths. The
-// proxy serves only some releases (v1.19.2 is refused); v1.19.4 is verified.
-const CiliumVersion = "v1.19.4"
+// CiliumVersion is the Cilium release built for the cilium datapaths: the
+// newest the proxy serves whose module graph it serves too. v1.19.8's go.mod
+// is refused, and v1.20.0-v1.20.2 import sigs.k8s.io/mcs-api/controllers,
+// which the proxy refuses at every version (and a pseudo-version of
+// github.com/osrg/gobgp/v4), so they cannot build here.
+const CiliumVersion = "v1.19.7"
 
 // Cilium is the component holding the Cilium agent, operator, CNI plugin and
 // debug client, plus the datapath's C sources (CiliumBPFArchive).
@@ -28,12 +31,13 @@ const Cilium = "cilium"
 // covers them too. A datapath unpacks them into the cluster's state.
 const CiliumBPFArchive = "cilium-bpf.tar.gz"
 
-// ciliumRevision is Cilium's commit for CiliumVersion and the time of its
-// tag, as `go mod download -json` reports them; the agent's version string
-// carries both, like an upstream build.
+// ciliumRevision and ciliumDate stand for Cilium's commit and tag time in the
+// agent's version string, which upstream stamps from git. The proxy's record
+// of v1.19.7 gives its time but no commit, so the revision says so rather
+// than invent one.
 const (
-	ciliumRevision = "95e477fd"
-	ciliumDate     = "2026-05-13T14:29:21Z"
+	ciliumRevision = "unknown"
+	ciliumDate     = "2026-08-18T08:34:44Z"
 )
 
 // ciliumBuild is the recipe of the cilium component: a module copy like
@@ -42,16 +46,10 @@ const (
 // (./daemon is upstream's cilium-agent), and with the bpf/ tree packed.
 const ciliumBuild buildKind = 100
 
-// ciliumTarget is one binary of the cilium component.
-type ciliumTarget struct {
-	name string // file name in the cache, as upstream's images call it
-	pkg  string // package relative to the module root
-	tags []string
-}
-
 // ciliumTargets lists what the cilium component builds, in build order.
-func ciliumTargets() []ciliumTarget {
-	return []ciliumTarget{
+// Their names are those of upstream's images.
+func ciliumTargets() []goBinary {
+	return []goBinary{
 		{name: "cilium-agent", pkg: "./daemon"},
 		{name: "cilium-cni", pkg: "./plugins/cilium-cni"},
 		{name: "cilium-dbg", pkg: "./cilium-dbg"},
@@ -100,15 +98,8 @@ func buildCilium(ctx context.Context, log io.Writer, comp Component, scratch, ou
 	if err != nil {
 		return err
 	}
-	for _, t := range ciliumTargets() {
-		args := []string{"build", "-trimpath"}
-		if len(t.tags) > 0 {
-			args = append(args, "-tags", strings.Join(t.tags, ","))
-		}
-		args = append(args, "-ldflags", comp.ldflags, "-o", filepath.Join(out, t.name), t.pkg)
-		if err := runGo(ctx, log, src, goEnv(), nil, args...); err != nil {
-			return fmt.Errorf("build %s: %w", t.name, err)
-		}
+	if err := buildBinaries(ctx, log, comp, src, out, ciliumTargets()...); err != nil {
+		return err
 	}
 	if err := packBPF(filepath.Join(src, "bpf"), filepath.Join(out, CiliumBPFArchive)); err != nil {
 		return fmt.Errorf("pack cilium bpf sources: %w", err)

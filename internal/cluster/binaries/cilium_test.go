@@ -26,7 +26,7 @@ func TestCiliumComponent(t *testing.T) {
 		t.Errorf("verifies %s, which it does not build", c.verify.binary)
 	}
 	// The agent parses its version as "<version> <revision> <date>" plus Go's three fields.
-	if !strings.Contains(c.ldflags, "ciliumVersion=1.19.4 "+ciliumRevision+" "+ciliumDate+"'") {
+	if !strings.Contains(c.ldflags, "ciliumVersion=1.19.7 "+ciliumRevision+" "+ciliumDate+"'") {
 		t.Errorf("ldflags %q do not stamp the version", c.ldflags)
 	}
 	// Every target is part of the recipe hash, so changing one rebuilds.

@@ -101,9 +101,8 @@ func buildFlannel(ctx context.Context, log io.Writer, comp Component, scratch, o
 		return fmt.Errorf("patch %s: %w", comp.Module, err)
 	}
 	fmt.Fprintf(log, "# moved main.go to %s without the imports of %v\n", flanneldPkg, flanneldDroppedImports())
-	args := []string{"build", "-trimpath", "-ldflags", comp.ldflags, "-o", filepath.Join(out, FlanneldBinary), flanneldPkg}
-	if err := runGo(ctx, log, src, goEnv(), nil, args...); err != nil {
-		return fmt.Errorf("build %s: %w", FlanneldBinary, err)
+	if err := buildBinaries(ctx, log, comp, src, out, goBinary{name: FlanneldBinary, pkg: flanneldPkg}); err != nil {
+		return err
 	}
 	// The plugin's module has no replace directives, so go install works; its
 	// binary is named after its package directory, "flannel".

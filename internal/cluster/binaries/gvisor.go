@@ -77,13 +77,8 @@ func buildGVisor(ctx context.Context, log io.Writer, comp Component, scratch, ou
 		return fmt.Errorf("patch %s: %w", comp.Module, err)
 	}
 	fmt.Fprintf(log, "# patched %s: a failure to lower the shim's oom_score_adj is ignored\n", gvisorShimPatch.file)
-	for _, b := range []struct{ pkg, name string }{{"./runsc", RunscBinary}, {"./shim", RunscShimBinary}} {
-		args := []string{"build", "-trimpath", "-ldflags", comp.ldflags, "-o", filepath.Join(out, b.name), b.pkg}
-		if err := runGo(ctx, log, src, goEnv(), nil, args...); err != nil {
-			return fmt.Errorf("build %s: %w", b.name, err)
-		}
-	}
-	return nil
+	return buildBinaries(ctx, log, comp, src, out,
+		goBinary{name: RunscBinary, pkg: "./runsc"}, goBinary{name: RunscShimBinary, pkg: "./shim"})
 }
 
 // patchFile replaces the one occurrence of old in path by new. It fails when old is not

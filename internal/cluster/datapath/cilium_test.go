@@ -54,7 +54,7 @@ func TestCiliumRegistered(t *testing.T) {
 		t.Errorf("native fingerprint mode %q", got)
 	}
 	fp := Cilium{}.Fingerprint()
-	if fp["cni"] != "cilium" || fp["cni_version"] != "1.19.4" || fp["cni_mode"] != "tunnel vxlan" {
+	if fp["cni"] != "cilium" || fp["cni_version"] != "1.19.7" || fp["cni_mode"] != "tunnel vxlan" {
 		t.Errorf("fingerprint %v", fp)
 	}
 }
