@@ -98,8 +98,9 @@ const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind 
 // host paths whatever its --root-dir: symlinks in /var/log/containers and its device-plugin
 // socket in /var/lib/kubelet/device-plugins (shared by every kubelet on the host). Private
 // tmpfs mounts keep both off the host. The namespace keeps the shared state-directory mount
-// shared, so the volumes the kubelet mounts there still reach the node's runtime.
-const kubeletMounts = `mount -t tmpfs -o mode=0755 cnb-kubelet /var/lib/kubelet && mount -t tmpfs -o mode=0755 cnb-logs /var/log/containers && exec "$@"`
+// shared, so the volumes the kubelet mounts there still reach the node's runtime. It starts
+// with kubeletSysctlMounts, whose directory is its first argument.
+const kubeletMounts = kubeletSysctlMounts + `mount -t tmpfs -o mode=0755 cnb-kubelet /var/lib/kubelet && mount -t tmpfs -o mode=0755 cnb-logs /var/log/containers && exec "$@"`
 
 // containerdConfig renders a containerd 2.x config that keeps every path inside the node's
 // directory and disables the plugins that would write to host-wide locations; runtimes is the
@@ -237,9 +238,13 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 	if err := os.WriteFile(confPath, data, 0o644); err != nil {
 		return fmt.Errorf("write kubelet config of %s: %w", node, err)
 	}
+	sysctls := filepath.Join(dir, "kubelet-sysctl")
+	if err := writeKernelTunableCopies(sysctls); err != nil {
+		return fmt.Errorf("kubelet of %s: %w", node, err)
+	}
 	_, err = c.start(ctx, daemon{
 		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", c.kube("kubelet"), "--config=" + confPath,
+		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", sysctls, c.kube("kubelet"), "--config=" + confPath,
 			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
 			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
 			"--node-ip=" + p.NodeIP(i).String(), "--v=1"},
