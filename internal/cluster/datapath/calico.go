@@ -262,6 +262,7 @@ func (d Calico) env(c Cluster, n Node) []string {
 		"FELIX_MTUIFACEPATTERN=^" + n.Uplink + "$",
 	}
 	if d.Canal {
+		// As manifests/canal.yaml sets them, the 60 s full re-apply of felix's rules included.
 		return append(env, "CALICO_NETWORKING_BACKEND=none", "CLUSTER_TYPE=k8s,canal", "USE_POD_CIDR=true",
 			"FELIX_IPTABLESREFRESHINTERVAL=60")
 	}
