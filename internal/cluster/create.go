@@ -143,7 +143,8 @@ func Create(ctx context.Context, o Options) (err error) {
 	}
 	defer func() {
 		if err != nil {
-			err = c.abort(err)
+			// An interrupted create (Ctrl-C) has nothing to explain: its logs go with it.
+			err = c.abort(err, !errors.Is(ctx.Err(), context.Canceled))
 		}
 	}()
 	if err := c.build(ctx); err != nil {
@@ -185,12 +186,13 @@ func (c *creator) build(ctx context.Context) error {
 	return nil
 }
 
-// abort removes a failed cluster, keeping its logs for the user, and returns the cause.
-func (c *creator) abort(cause error) error {
+// abort removes a failed cluster, keeping its logs for the user if keepLogs, and returns the
+// cause.
+func (c *creator) abort(cause error, keepLogs bool) error {
 	c.progress("create failed; removing what was created")
 	kept := ""
 	logs := c.layout.LogDir(c.spec.Name)
-	if entries, err := os.ReadDir(logs); err == nil && len(entries) > 0 {
+	if entries, err := os.ReadDir(logs); keepLogs && err == nil && len(entries) > 0 {
 		dst := filepath.Join(filepath.Dir(c.layout.Root), "failed", fmt.Sprintf("%s-%s", c.spec.Name, time.Now().Format("20060102-150405")))
 		// A copy, not a rename: the state directory is a mount of its own, and rename(2)
 		// does not cross mounts.

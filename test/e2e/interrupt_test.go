@@ -46,6 +46,9 @@ func TestCreateInterruptedLeavesNothing(t *testing.T) {
 			if _, err := os.Stat(cluster.DefaultLayout().Dir(name)); err == nil {
 				t.Errorf("state directory of %s survived; create's output:\n%s", name, s.output())
 			}
+			if strings.Contains(s.output(), "logs of the failed cluster") {
+				t.Errorf("an interrupted create kept its logs:\n%s", s.output())
+			}
 			assertClean(t, before)
 		})
 	}
