@@ -51,12 +51,7 @@ func testCalico(t *testing.T, dp, name string) {
 	defer cancel()
 	defer forceDelete(name)
 
-	start := time.Now()
-	out, err := cli(ctx, "cluster", "create", "--name", name, "--datapath", dp)
-	if err != nil {
-		t.Fatalf("create: %v\n%s", err, out)
-	}
-	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	createCluster(ctx, t, "--name", name, "--datapath", dp)
 	spec := readSpec(t, name)
 	w := newWorkload(ctx, t, name)
 
@@ -119,11 +114,7 @@ func testCalico(t *testing.T, dp, name string) {
 	})
 	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) { w.networkPolicy(t) })
 
-	start = time.Now()
-	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
-		t.Fatalf("delete: %v\n%s", err, out)
-	}
-	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	deleteCluster(ctx, t, name)
 	assertCleanBeside(t, before, name, othersBefore)
 	for p, existed := range pathsBefore {
 		if _, err := os.Lstat(p); err == nil && !existed {

@@ -70,12 +70,7 @@ func testCilium(t *testing.T, dp, name string) {
 	defer cancel()
 	defer forceDelete(name)
 
-	start := time.Now()
-	out, err := cli(ctx, "cluster", "create", "--name", name, "--datapath", dp, "--wait", "6m")
-	if err != nil {
-		t.Fatalf("create: %v\n%s", err, out)
-	}
-	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	createCluster(ctx, t, "--name", name, "--datapath", dp, "--wait", "6m")
 	spec := readSpec(t, name)
 	stateDir := cluster.DefaultLayout().Dir(name)
 
@@ -148,11 +143,7 @@ func testCilium(t *testing.T, dp, name string) {
 		w.networkPolicy(t)
 	})
 
-	start = time.Now()
-	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
-		t.Fatalf("delete: %v\n%s", err, out)
-	}
-	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	deleteCluster(ctx, t, name)
 	assertCleanBeside(t, before, name, othersBefore)
 	sysAfter := readSysctls(t)
 	for k, v := range sysBefore {

@@ -31,12 +31,7 @@ func TestClusterLifecycle(t *testing.T) {
 	defer cancel()
 	defer forceDelete(lifecycleCluster)
 
-	start := time.Now()
-	out, err := cli(ctx, "cluster", "create", "--name", lifecycleCluster, "--nodes", "2")
-	if err != nil {
-		t.Fatalf("create: %v\n%s", err, out)
-	}
-	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	createCluster(ctx, t, "--name", lifecycleCluster, "--nodes", "2")
 
 	spec := readSpec(t, lifecycleCluster)
 
@@ -104,11 +99,7 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	})
 
-	start = time.Now()
-	if out, err := cli(ctx, "cluster", "delete", "--name", lifecycleCluster); err != nil {
-		t.Fatalf("delete: %v\n%s", err, out)
-	}
-	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	deleteCluster(ctx, t, lifecycleCluster)
 	assertClean(t, before)
 }
 

@@ -49,12 +49,7 @@ func testFlannel(t *testing.T, dp, backend, name string) {
 	defer cancel()
 	defer forceDelete(name)
 
-	start := time.Now()
-	out, err := cli(ctx, "cluster", "create", "--name", name, "--datapath", dp)
-	if err != nil {
-		t.Fatalf("create: %v\n%s", err, out)
-	}
-	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+	createCluster(ctx, t, "--name", name, "--datapath", dp)
 	spec := readSpec(t, name)
 	w := newWorkload(ctx, t, name)
 	nodes, err := w.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -175,11 +170,7 @@ func testFlannel(t *testing.T, dp, backend, name string) {
 		}
 	})
 
-	start = time.Now()
-	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
-		t.Fatalf("delete: %v\n%s", err, out)
-	}
-	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+	deleteCluster(ctx, t, name)
 	assertClean(t, before)
 	for _, p := range flannelHostPaths() {
 		if _, err := os.Lstat(p); err == nil && !pathsBefore[p] {

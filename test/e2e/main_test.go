@@ -222,3 +222,25 @@ func requireBuilt(t *testing.T, name string) {
 		t.Fatalf("%s is not built: %v", name, err)
 	}
 }
+
+// createCluster runs `cluster create` with args, failing the test if it fails, and logs how
+// long it took with its progress lines.
+func createCluster(ctx context.Context, t *testing.T, args ...string) {
+	t.Helper()
+	start := time.Now()
+	out, err := cli(ctx, append([]string{"cluster", "create"}, args...)...)
+	if err != nil {
+		t.Fatalf("create: %v\n%s", err, out)
+	}
+	t.Logf("create took %s:\n%s", time.Since(start).Round(100*time.Millisecond), out)
+}
+
+// deleteCluster runs `cluster delete`, failing the test if it fails, and logs how long it took.
+func deleteCluster(ctx context.Context, t *testing.T, name string) {
+	t.Helper()
+	start := time.Now()
+	if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
+		t.Fatalf("delete: %v\n%s", err, out)
+	}
+	t.Logf("delete took %s", time.Since(start).Round(100*time.Millisecond))
+}
