@@ -58,7 +58,7 @@ func calicoComponents() []Component {
 			" -X " + calicoModule + "/node/pkg/lifecycle/startup.VERSION=" + CalicoVersion +
 			" -X main.VERSION=" + CalicoVersion,
 		// packages only feeds the recipe hash: the replace is part of the recipe.
-		packages: []string{"./node/cmd/calico-node", "./cni-plugin/cmd/calico", calicoAPIModule + "@" + calicoAPIVersion},
+		packages: []string{calicoAPIModule + "@" + calicoAPIVersion},
 		Binaries: []string{CalicoNodeBinary, CalicoCNIBinary, CalicoIPAMBinary, CalicoCRDs},
 		verify: verifySpec{
 			binary: CalicoNodeBinary,
@@ -66,7 +66,21 @@ func calicoComponents() []Component {
 			want:   CalicoVersion,
 		},
 	}
+	pkgs := []string{}
+	for _, t := range calicoTargets() {
+		pkgs = append(pkgs, t.pkg)
+	}
+	c.packages = append(pkgs, c.packages...)
 	return []Component{c}
+}
+
+// calicoTargets are the binaries the calico component builds; calico-ipam is a copy of the
+// plugin.
+func calicoTargets() []goBinary {
+	return []goBinary{
+		{name: CalicoNodeBinary, pkg: "./node/cmd/calico-node"},
+		{name: CalicoCNIBinary, pkg: "./cni-plugin/cmd/calico"},
+	}
 }
 
 // buildCalico builds calico-node and the CNI plugin in a writable copy of the module whose
@@ -82,9 +96,7 @@ func buildCalico(ctx context.Context, log io.Writer, comp Component, scratch, ou
 		return fmt.Errorf("point %s at the proxy: %w", calicoAPIModule, err)
 	}
 	fmt.Fprintf(log, "# go mod edit %s\n", replace)
-	if err := buildBinaries(ctx, log, comp, src, out,
-		goBinary{name: CalicoNodeBinary, pkg: "./node/cmd/calico-node"},
-		goBinary{name: CalicoCNIBinary, pkg: "./cni-plugin/cmd/calico"}); err != nil {
+	if err := buildBinaries(ctx, log, comp, src, out, calicoTargets()...); err != nil {
 		return err
 	}
 	copies := []struct {
