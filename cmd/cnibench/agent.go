@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/spf13/cobra"
 )
@@ -21,7 +22,8 @@ func newAgentCommand() *cobra.Command {
 	cmd.AddCommand(newAgentEchoServerCommand(),
 		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
 		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
-		newAgentStatCommand(), newAgentProbeCommand(), newAgentRunCommand())
+		newAgentStatCommand(), newAgentProbeCommand(), newAgentRunCommand(),
+		newAgentServeCommand(), newAgentWhoAmICommand(), newAgentExternalServersCommand())
 	return cmd
 }
 
@@ -154,4 +156,73 @@ func writeJSON(cmd *cobra.Command, v any) error {
 		return fmt.Errorf("write result: %w", err)
 	}
 	return nil
+}
+
+func newAgentServeCommand() *cobra.Command {
+	o := external.ServeOptions{}
+	cmd := &cobra.Command{
+		Use:   "serve",
+		Short: "Be the external side of the egress paths: run the servers a run asks for and tell clients their source address",
+		Long: `Run on a machine outside the cluster (the local cluster runs one in its external namespace).
+A run reaches it from its client pod: it asks it to start the servers of its workloads (the same
+commands server pods run: iperf3, sockperf and cnibench's echo server, which must be installed),
+then before each egress sample asks it which source address the pod's connection arrived from.
+It has no authentication: listen only on a network of the lab.`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Log, o.Self = cmd.ErrOrStderr(), external.SelfBinary()
+			return external.Serve(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().StringVar(&o.Listen, "listen", fmt.Sprintf(":%d", external.DefaultServePort), "host:port of the control API")
+	return cmd
+}
+
+func newAgentWhoAmICommand() *cobra.Command {
+	var server string
+	cmd := &cobra.Command{
+		Use:   "whoami",
+		Short: "Print the source address an external agent saw this connection come from",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			ip, err := external.WhoAmI(cmd.Context(), server)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), ip)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&server, "server", "", "host:port of the external agent (required)")
+	_ = cmd.MarkFlagRequired("server")
+	return cmd
+}
+
+func newAgentExternalServersCommand() *cobra.Command {
+	var server string
+	var specs []string
+	var stop bool
+	cmd := &cobra.Command{
+		Use:   "external-servers --server HOST:PORT (--start WORKLOAD=PORT... | --stop)",
+		Short: "Ask an external agent to run the servers of workloads, or to stop them all",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			if stop {
+				return external.StopServers(cmd.Context(), server)
+			}
+			servers, err := external.ParseServers(specs)
+			if err != nil {
+				return err
+			}
+			return external.StartServers(cmd.Context(), server, servers)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&server, "server", "", "host:port of the external agent (required)")
+	f.StringArrayVar(&specs, "start", nil, "a workload ID and the port its server listens on, WORKLOAD=PORT (repeatable)")
+	f.BoolVar(&stop, "stop", false, "stop every server the agent runs")
+	_ = cmd.MarkFlagRequired("server")
+	cmd.MarkFlagsMutuallyExclusive("start", "stop")
+	cmd.MarkFlagsOneRequired("start", "stop")
+	return cmd
 }

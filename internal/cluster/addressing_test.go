@@ -102,6 +102,7 @@ func TestClusterOfNetns(t *testing.T) {
 	cases := map[string]string{
 		"cnb-a-ctl":          "a",
 		"cnb-a-node12":       "a",
+		"cnb-my-lab-ext":     "my-lab",
 		"cnb-my-lab-node1":   "my-lab",
 		"cnb-a-node":         "",
 		"cnb-a-other":        "",
@@ -111,6 +112,36 @@ func TestClusterOfNetns(t *testing.T) {
 	for ns, want := range cases {
 		if got := clusterOfNetns(ns); got != want {
 			t.Errorf("clusterOfNetns(%q) = %q, want %q", ns, got, want)
+		}
+	}
+}
+
+func TestExternalAddressesAndGateway(t *testing.T) {
+	s := Spec{Name: "x", Index: 3, Nodes: 3, HasExternal: true}
+	e, ok := s.External()
+	if !ok || e.Direct != "10.203.0.200" || e.ViaGateway != "10.203.0.201" || e.Control != "10.203.0.200:25199" || e.GatewayNode != "node3" {
+		t.Errorf("External() = %+v, %v", e, ok)
+	}
+	// The external addresses are on the underlay, outside every node's and the control plane's.
+	for _, ip := range []string{e.Direct, e.ViaGateway} {
+		if !s.Plan().Underlay().Contains(net.ParseIP(ip)) {
+			t.Errorf("%s is not on the underlay", ip)
+		}
+	}
+	one := Spec{Name: "x", Nodes: 1, HasExternal: true}
+	if e, _ := one.External(); e.ViaGateway != "" || e.GatewayNode != "" {
+		t.Errorf("a one-node cluster has no gateway, got %+v", e)
+	}
+	if _, ok := (Spec{Name: "old", Nodes: 2}).External(); ok {
+		t.Error("a cluster created without the external host reports one")
+	}
+}
+
+func TestEgressRuleset(t *testing.T) {
+	got := egressRuleset([]string{"oifname \"eth0\" ip daddr 10.0.0.1 masquerade"})
+	for _, want := range []string{"table ip cnb_egress {", "type nat hook postrouting priority srcnat;", "\t\toifname \"eth0\" ip daddr 10.0.0.1 masquerade\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("ruleset lacks %q:\n%s", want, got)
 		}
 	}
 }

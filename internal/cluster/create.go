@@ -173,6 +173,7 @@ func (c *creator) build(ctx context.Context) error {
 		{"waiting for nodes to be Ready", c.waitNodesReady},
 		{"installing CoreDNS and a RuntimeClass per runtime handler", c.installAddons},
 		{"waiting for CoreDNS", c.waitCoreDNS},
+		{"starting the external host and the egress gateway", c.setupExternal},
 	}
 	for _, st := range steps {
 		if err := ctx.Err(); err != nil {

@@ -126,7 +126,7 @@ func namespacesOf(name string) []string {
 	return out
 }
 
-// clusterOfNetns recovers the cluster name from cnb-<cluster>-<ctl|nodeN>; cluster names may
+// clusterOfNetns recovers the cluster name from cnb-<cluster>-<ctl|ext|nodeN>; cluster names may
 // themselves contain '-', so the suffix is what is stripped.
 func clusterOfNetns(ns string) string {
 	rest := strings.TrimPrefix(ns, "cnb-")
@@ -135,7 +135,7 @@ func clusterOfNetns(ns string) string {
 		return ""
 	}
 	suffix := rest[i+1:]
-	if suffix == "ctl" {
+	if suffix == "ctl" || suffix == "ext" {
 		return rest[:i]
 	}
 	digits := strings.TrimPrefix(suffix, "node")

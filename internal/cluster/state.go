@@ -40,10 +40,13 @@ type Spec struct {
 	// CRI is the nodes' container runtime interface (see ContainerRuntime).
 	CRI string `json:"cri,omitempty"`
 	// Runtimes are the OCI runtime handlers the nodes offer (see Handlers).
-	Runtimes []string  `json:"runtimes,omitempty"`
-	Status   string    `json:"status"`
-	Created  time.Time `json:"created"`
-	Images   Images    `json:"images"`
+	Runtimes []string `json:"runtimes,omitempty"`
+	// HasExternal says the cluster has its external host and egress gateway (External); false
+	// in state written before they existed.
+	HasExternal bool      `json:"external,omitempty"`
+	Status      string    `json:"status"`
+	Created     time.Time `json:"created"`
+	Images      Images    `json:"images"`
 }
 
 // Images are the local image references a cluster's nodes hold.

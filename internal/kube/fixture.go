@@ -34,6 +34,10 @@ const (
 	RoleLocal      = "local"       // client and servers in one pod, node A
 )
 
+// LabelEgressGateway marks the node that SNATs the traffic an egress gateway carries; its value
+// is the address the external side sees, or "true" for the node's InternalIP.
+const LabelEgressGateway = "cnibench.dev/egress-gateway"
+
 // ClientContainer is the container that runs client tools in client pods.
 const ClientContainer = "client"
 

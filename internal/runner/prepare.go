@@ -34,6 +34,7 @@ type target struct {
 	setup        []store.Sample // setup latencies, stored once the target is
 	nodes        []string       // where its pods run
 	lost         loss           // what of its cluster went down during the run
+	ext          *externalHost  // the server outside the cluster, for the egress paths
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -113,6 +114,8 @@ func roles(paths []string, workloads []suite.Workload) []string {
 			need[kube.RoleHostClient], need[kube.RoleHostServer] = true, true
 		case suite.Localhost:
 			need[kube.RoleLocal] = true
+		case suite.Egress, suite.EgressGateway:
+			need[kube.RoleClient] = true
 		}
 	}
 	var out []string
@@ -209,6 +212,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
 	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
+	if err := r.prepareExternal(ctx, tg, got.external); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	if r.opts.Suite.PerRound() {
 		tg.fingerprint["pods"] = "per round: each pairs level's pods only for its samples"
 		return tg, r.scaleTo(ctx, tg, 0)
@@ -245,6 +251,9 @@ func (r *run) teardown() error {
 		if tg.lost.controlPlane && !tg.provider.releasesObjects() {
 			errs[i] = fmt.Errorf("target %s: the run's objects (namespace %s, label %s=%s) stay: %s", tg.name, tg.namespace, kube.LabelRun, r.id, tg.lost)
 			continue
+		}
+		if err := r.stopExternalServers(ctx, tg); err != nil {
+			r.progress("target %s: stopping the servers on the external host: %v", tg.name, err)
 		}
 		// Unless releasing the target takes them with it. Namespaces empty in parallel.
 		if tg.client != nil && !tg.provider.releasesObjects() {

@@ -3,6 +3,7 @@ package runner
 import (
 	"context"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -31,9 +32,10 @@ type provider interface {
 
 // provided is what a provider hands the runner.
 type provided struct {
-	client *kube.Client
-	image  string
-	facts  map[string]string
+	client   *kube.Client
+	image    string
+	facts    map[string]string
+	external *externalHost // nil: the egress paths cannot be measured
 }
 
 var (
@@ -132,7 +134,11 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		image = spec.Images.Tools
 	}
 	client, err := kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), "")
-	return provided{client: client, image: image, facts: facts}, err
+	got := provided{client: client, image: image, facts: facts}
+	if e, ok := spec.External(); ok {
+		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode}
+	}
+	return got, err
 }
 
 // subset reports whether every element of a is in b.
@@ -170,7 +176,12 @@ func (p remoteProvider) ensure(context.Context) (provided, error) {
 	if p.image == "" {
 		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", p.target.Name)
 	}
-	return provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + p.target.Context}}, nil
+	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + p.target.Context}}
+	if e := p.target.External; e != nil {
+		host, _, _ := net.SplitHostPort(e.Address) // validated
+		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress}
+	}
+	return got, nil
 }
 
 func (remoteProvider) releasesObjects() bool         { return false }

@@ -225,3 +225,13 @@ func TestClientArgvKeepsAwakeForRequestResponse(t *testing.T) {
 		}
 	}
 }
+
+func TestCheckSourceNamesBothAddresses(t *testing.T) {
+	if err := checkSource("egress", "10.0.0.11", "10.0.0.11", "its own node node1"); err != nil {
+		t.Errorf("matching source: %v", err)
+	}
+	err := checkSource("egress-gateway", "10.0.0.11", "10.0.0.12", "the gateway node2")
+	if err == nil || !strings.Contains(err.Error(), "came from 10.0.0.11, expected 10.0.0.12 (the gateway node2)") {
+		t.Errorf("mismatch: %v", err)
+	}
+}

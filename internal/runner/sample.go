@@ -47,6 +47,12 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 		case suite.Localhost:
 			lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
 			e = pairEnd{lc.pod, "127.0.0.1", srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
+		case suite.Egress, suite.EgressGateway:
+			if t.ext == nil {
+				return nil, fmt.Errorf("path %s: the target has no external host", path)
+			}
+			// The external host is shared by the pairs: each has its own ports, as on the host network.
+			e = pairEnd{client.pod, t.ext.target(path), srv(kube.RoleHostServer).Port, []podContainer{client}}
 		default:
 			return nil, fmt.Errorf("unknown path %q", path)
 		}
@@ -71,6 +77,11 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	ends, err := tg.endpoints(st.Combo.Path, tg.servers[ew.ID()], n)
 	if err != nil {
 		return fail(err)
+	}
+	if suite.IsEgress(st.Combo.Path) {
+		if err := r.proveSource(ctx, tg, st.Combo.Path, ends); err != nil {
+			return fail(err)
+		}
 	}
 	var statPods []podContainer
 	argvs := make([][]string, n)

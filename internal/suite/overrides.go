@@ -10,6 +10,8 @@ import (
 // Overrides are command-line settings that replace parts of a suite.
 type Overrides struct {
 	Kubeconfig, Context string        // a remote target replacing the suite's targets
+	External            string        // the remote target's external host (agent host:port)
+	ExternalGateway     string        // the address of it the remote cluster routes via its egress gateway
 	Datapath, ProxyMode string        // local target settings
 	Kubernetes          string        // local target's Kubernetes release
 	Datapaths           []string      // one local cluster per datapath, measured side by side
@@ -43,6 +45,13 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			name = "remote"
 		}
 		s.Targets = []Target{{Name: name, Kubeconfig: o.Kubeconfig, Context: o.Context}}
+	}
+	if o.External != "" {
+		for i := range s.Targets {
+			if s.Targets[i].Local == nil {
+				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway}
+			}
+		}
 	}
 	if len(o.Datapaths) > 0 {
 		s.Targets = nil

@@ -24,13 +24,23 @@ const (
 	HostNetwork  = "host-network"   // node to node, both ends in the host network: the cluster's baseline
 	PodToService = "pod-to-service" // pod to a ClusterIP Service whose endpoint is on the other node
 	Localhost    = "localhost"      // two containers of one pod over loopback: the host's ceiling
+	// Egress is a pod to a server outside the cluster, SNATed by the pod's own node.
+	Egress = "egress"
+	// EgressGateway is a pod to a server outside the cluster through the egress gateway node,
+	// which SNATs it.
+	EgressGateway = "egress-gateway"
 	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
 	// suite lists, but the one their samples carry.
 	InPod = "in-pod"
 )
 
 // AllPaths lists every path in display order.
-func AllPaths() []string { return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost} }
+func AllPaths() []string {
+	return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway}
+}
+
+// IsEgress reports whether a path leaves the cluster: its server is the external host's.
+func IsEgress(path string) bool { return path == Egress || path == EgressGateway }
 
 // Suite is the whole study of one run.
 type Suite struct {
@@ -127,6 +137,20 @@ type Target struct {
 	Runtimes []string `json:"runtimes,omitempty"`
 	// Runtime is the RuntimeClass of the target's pods, set by Expand from the runtimes.
 	Runtime string `json:"-"`
+	// External is the server outside a remote cluster that the egress paths reach; a local
+	// cluster has its own.
+	External *External `json:"external,omitempty"`
+}
+
+// External is a machine outside a remote cluster running `cnibench agent serve`.
+type External struct {
+	// Address is the agent's host:port; the egress path reaches the host directly.
+	Address string `json:"address"`
+	// GatewayAddress is another address of the same host that the cluster routes through its
+	// egress gateway (an egress gateway policy selecting it); the egress-gateway path needs it
+	// and a node labelled cnibench.dev/egress-gateway (value: the address the host sees, or
+	// "true" for the node's InternalIP).
+	GatewayAddress string `json:"gatewayAddress,omitempty"`
 }
 
 // Local describes an embedded local cluster target.

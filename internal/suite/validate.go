@@ -3,6 +3,7 @@ package suite
 import (
 	"errors"
 	"fmt"
+	"net"
 	"slices"
 	"strings"
 	"time"
@@ -53,6 +54,7 @@ func (s Suite) Validate() error {
 		if t.NetworkPolicy != nil {
 			errs = append(errs, validatePolicy(i, t)...)
 		}
+		errs = append(errs, validateExternal(i, t)...)
 	}
 	known := map[string]bool{}
 	for _, p := range AllPaths() {
@@ -193,6 +195,8 @@ func (s Suite) checkDensity() error {
 			perPair["host-client"] = true
 		case Localhost:
 			perPair["local"] = true
+		case Egress, EgressGateway:
+			perPair["client"] = true
 		}
 	}
 	variants := 1
@@ -204,4 +208,23 @@ func (s Suite) checkDensity() error {
 			s.MostPairs(), strings.Join(s.Paths, ", "), variants, pods, LocalPodsPerNode)
 	}
 	return nil
+}
+
+// validateExternal checks a target's external host.
+func validateExternal(i int, t Target) []error {
+	e := t.External
+	if e == nil {
+		return nil
+	}
+	var errs []error
+	if t.Local != nil {
+		errs = append(errs, fmt.Errorf("targets[%d].external: a local cluster has its own external host; expected none", i))
+	}
+	if host, port, err := net.SplitHostPort(e.Address); err != nil || host == "" || port == "" {
+		errs = append(errs, fmt.Errorf("targets[%d].external.address: expected HOST:PORT of a `cnibench agent serve`, got %q", i, e.Address))
+	}
+	if e.GatewayAddress != "" && strings.Contains(e.GatewayAddress, ":") && net.ParseIP(e.GatewayAddress) == nil {
+		errs = append(errs, fmt.Errorf("targets[%d].external.gatewayAddress: expected a host name or IP without a port, got %q", i, e.GatewayAddress))
+	}
+	return errs
 }

@@ -1,0 +1,178 @@
+package cluster
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/types"
+
+	"github.com/cnibench/cnibench/internal/external"
+	"github.com/cnibench/cnibench/internal/kube"
+)
+
+// The external host of the lab: a namespace on the underlay that is no node, standing for a
+// server outside the cluster. It holds two addresses: pods reach ExternalIP directly (their own
+// node SNATs them) and ExternalViaGatewayIP through the egress gateway node (which SNATs them),
+// so both egress paths are measured side by side without reconfiguring anything between
+// samples.
+const (
+	// externalPort is the external host's port on the underlay bridge.
+	externalPort = "ext"
+	// egressTable is the nft table of each node's egress SNAT.
+	egressTable = "cnb_egress"
+)
+
+// ExternalIP is the external host's address that pods reach directly.
+func (p Plan) ExternalIP() net.IP { return net.IPv4(10, p.octet(), 0, 200).To4() }
+
+// ExternalViaGatewayIP is the external host's address that every node but the gateway routes
+// through the egress gateway node.
+func (p Plan) ExternalViaGatewayIP() net.IP { return net.IPv4(10, p.octet(), 0, 201).To4() }
+
+// ExtNetns is the external host's network namespace.
+func (s Spec) ExtNetns() string { return "cnb-" + s.Name + "-ext" }
+
+// GatewayNode is the 1-based index of the egress gateway node: the last one, so that the
+// client's node (the first) is never its own gateway; 0 for a one-node cluster, which has none.
+func (s Spec) GatewayNode() int {
+	if s.Nodes < 2 {
+		return 0
+	}
+	return s.Nodes
+}
+
+// External describes the external host and egress gateway of a cluster created with them.
+type External struct {
+	Control     string // host:port of its agent
+	Direct      string // address pods reach with their own node's SNAT
+	ViaGateway  string // address pods reach through the gateway; empty without a gateway
+	GatewayNode string // the gateway node's name
+}
+
+// External returns the cluster's external host, or false when it was created without one.
+func (s Spec) External() (External, bool) {
+	if !s.HasExternal {
+		return External{}, false
+	}
+	p := s.Plan()
+	e := External{Control: net.JoinHostPort(p.ExternalIP().String(), fmt.Sprint(external.DefaultServePort)), Direct: p.ExternalIP().String()}
+	if g := s.GatewayNode(); g > 0 {
+		e.ViaGateway, e.GatewayNode = p.ExternalViaGatewayIP().String(), s.NodeName(g)
+	}
+	return e, true
+}
+
+// setupExternal wires the external host onto the underlay and every node's egress towards it,
+// labels the gateway node, and starts the external host's agent. Its namespace is the
+// cluster's like the nodes' (delete removes cnb-<cluster>-*), its agent runs in the cluster's
+// cgroup like every daemon.
+func (c *creator) setupExternal(ctx context.Context) error {
+	s, p := c.spec, c.spec.Plan()
+	ns := s.ExtNetns()
+	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	if err := ipBatch(ctx, s.CtlNetns(), []string{
+		fmt.Sprintf("link add %s type veth peer name %s netns %s", externalPort, nodeUplink, ns),
+		fmt.Sprintf("link set %s master %s up", externalPort, underlayBridge),
+	}); err != nil {
+		return err
+	}
+	if err := ipBatch(ctx, ns, []string{
+		"link set lo up",
+		fmt.Sprintf("addr add %s/24 dev %s", p.ExternalIP(), nodeUplink),
+		fmt.Sprintf("addr add %s/24 dev %s", p.ExternalViaGatewayIP(), nodeUplink),
+		"link set " + nodeUplink + " up",
+	}); err != nil {
+		return err
+	}
+	for i := 1; i <= s.Nodes; i++ {
+		if err := c.setupNodeEgress(ctx, i); err != nil {
+			return fmt.Errorf("egress of %s: %w", s.NodeName(i), err)
+		}
+	}
+	if g := s.GatewayNode(); g > 0 {
+		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{kube.LabelEgressGateway: "true"}}})
+		if _, err := c.client.CoreV1().Nodes().Patch(ctx, s.NodeName(g), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
+			return fmt.Errorf("label the egress gateway %s: %w", s.NodeName(g), err)
+		}
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return fmt.Errorf("locate the cnibench binary for the external host's agent: %w", err)
+	}
+	r, err := c.start(ctx, daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
+		argv: []string{self, "agent", "serve", "--listen", net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort))}})
+	if err != nil {
+		return err
+	}
+	if err := c.poll(ctx, "the external host's agent", c.stepTimeout(6, 20*time.Second), func() (bool, error) {
+		if err := r.exited(); err != nil {
+			return false, err
+		}
+		return exec.CommandContext(ctx, "ip", "netns", "exec", ns, "bash", "-c",
+			fmt.Sprintf("exec 3<>/dev/tcp/127.0.0.1/%d", external.DefaultServePort)).Run() == nil, nil
+	}); err != nil {
+		return err
+	}
+	s.HasExternal = true
+	c.spec = s
+	return c.layout.writeSpec(s)
+}
+
+// setupNodeEgress gives node i the egress every cluster of the field has, whatever its
+// datapath: pods' traffic to the external host leaves with the node's address (datapaths that
+// masquerade already did it; the bridge datapath does not), and traffic to the gateway address
+// goes to the gateway node, which SNATs it to its own. Redirects are off: the gateway sends
+// packets back out of the interface they came in by, which would otherwise tell the client's
+// node to bypass it.
+func (c *creator) setupNodeEgress(ctx context.Context, i int) error {
+	s, p := c.spec, c.spec.Plan()
+	ns := s.NodeNetns(i)
+	rules := []string{fmt.Sprintf("oifname %q ip saddr %s ip daddr %s masquerade", nodeUplink, p.ClusterCIDR(), p.ExternalIP())}
+	g := s.GatewayNode()
+	if g == i {
+		rules = append(rules, fmt.Sprintf("oifname %q ip daddr %s masquerade", nodeUplink, p.ExternalViaGatewayIP()))
+	}
+	if err := nftIn(ctx, ns, egressRuleset(rules)); err != nil {
+		return err
+	}
+	if g > 0 && g != i {
+		if err := ipBatch(ctx, ns, []string{fmt.Sprintf("route add %s/32 via %s dev %s", p.ExternalViaGatewayIP(), p.NodeIP(g), nodeUplink)}); err != nil {
+			return err
+		}
+	}
+	return sysctlIn(ctx, ns, map[string]string{
+		"net.ipv4.conf.all.send_redirects":                "0",
+		"net.ipv4.conf." + nodeUplink + ".send_redirects": "0",
+		"net.ipv4.conf.all.accept_redirects":              "0",
+	})
+}
+
+// egressRuleset is the nft script of a node's egress SNAT table.
+func egressRuleset(rules []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "table ip %s {\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n", egressTable)
+	for _, r := range rules {
+		b.WriteString("\t\t" + r + "\n")
+	}
+	b.WriteString("\t}\n}\n")
+	return b.String()
+}
+
+// nftIn loads an nft script in a namespace.
+func nftIn(ctx context.Context, netns, script string) error {
+	cmd := exec.CommandContext(ctx, "ip", "netns", "exec", netns, "nft", "-f", "-")
+	cmd.Stdin = strings.NewReader(script)
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("nft in %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}

@@ -1,0 +1,182 @@
+package runner
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// externalHost is the server outside a target's cluster that the egress paths reach: its agent
+// runs their servers and reports the source address each client's traffic arrives with.
+type externalHost struct {
+	control    string // host:port of its agent
+	direct     string // address the egress path targets
+	viaGateway string // address the egress-gateway path targets; empty: no gateway
+	// gatewaySource is the address the host sees through the gateway, found at prepare.
+	gatewaySource, gatewayNode string
+}
+
+// egressPaths lists the suite's paths that leave the cluster.
+func egressPaths(s suite.Suite) []string {
+	var out []string
+	for _, p := range s.Paths {
+		if suite.IsEgress(p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// prepareExternal checks that the target can take the suite's egress paths, finds its gateway
+// and starts the servers of every pair on the external host. It runs once the pods are up: the
+// client pod is where the external host is reached from.
+func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost) error {
+	paths := egressPaths(r.opts.Suite)
+	if len(paths) == 0 {
+		return nil
+	}
+	if ext == nil {
+		return fmt.Errorf("paths %s: the target has no external host: a local cluster created by an older cnibench has none (delete it), a remote one needs --external HOST:PORT or the target's external.address (a machine running `cnibench agent serve`)",
+			strings.Join(paths, ", "))
+	}
+	if slices.Contains(paths, suite.EgressGateway) {
+		if ext.viaGateway == "" {
+			return errors.New("path egress-gateway: the target has no gateway address: a local cluster needs at least 2 nodes, a remote one --external-gateway-address (external.gatewayAddress)")
+		}
+		node, src, err := gatewayOf(ctx, tg.client)
+		if err != nil {
+			return fmt.Errorf("path egress-gateway: %w", err)
+		}
+		if ext.gatewayNode != "" && node != ext.gatewayNode {
+			return fmt.Errorf("path egress-gateway: node %s is labelled %s, the cluster's gateway is %s", node, kube.LabelEgressGateway, ext.gatewayNode)
+		}
+		ext.gatewayNode, ext.gatewaySource = node, src
+		tg.fingerprint["egress_gateway"] = node + " (SNAT to " + src + ")"
+	}
+	tg.ext = ext
+	tg.fingerprint["external_host"] = ext.direct
+	return r.startExternalServers(ctx, tg)
+}
+
+// startExternalServers asks the external host for one server per workload and pair, on the
+// ports host-network servers use: pairs share the host, so each listens on its own.
+func (r *run) startExternalServers(ctx context.Context, tg *target) error {
+	args := []string{"cnibench", "agent", "external-servers", "--server", tg.ext.control}
+	f := tg.fixture
+	for _, w := range r.opts.Suite.Workloads {
+		ew := w.Engine(r.opts.Suite.Duration.Duration)
+		j, ok := tg.servers[ew.ID()]
+		if !ok {
+			continue // runs in the client pod alone
+		}
+		for i := range f.Spec.Pairs() {
+			args = append(args, "--start", ew.ID()+"="+strconv.Itoa(f.Spec.ServersOf(kube.RoleHostServer, i)[j].Port))
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	if _, err := tg.client.Exec(ctx, tg.namespace, f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer, args); err != nil {
+		return fmt.Errorf("external host %s: %w", tg.ext.control, err)
+	}
+	return nil
+}
+
+// stopExternalServers ends the servers the run started on the external host, while a client
+// pod is still there to reach it from.
+func (r *run) stopExternalServers(ctx context.Context, tg *target) error {
+	if tg.ext == nil || tg.fixture == nil || tg.fixture.Pod(kube.RoleClient, 0) == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	_, err := tg.client.Exec(ctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
+		[]string{"cnibench", "agent", "external-servers", "--server", tg.ext.control, "--stop"})
+	return err
+}
+
+// gatewayOf finds the node labelled as the egress gateway and the address the external host
+// sees its traffic come from: the label's value when it is an IP, otherwise its InternalIP.
+func gatewayOf(ctx context.Context, c *kube.Client) (node, source string, err error) {
+	list, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelEgressGateway})
+	if err != nil {
+		return "", "", fmt.Errorf("list nodes labelled %s: %w", kube.LabelEgressGateway, err)
+	}
+	if len(list.Items) != 1 {
+		return "", "", fmt.Errorf("expected one node labelled %s (value: the address the external host sees, or true for its InternalIP), found %d", kube.LabelEgressGateway, len(list.Items))
+	}
+	n := list.Items[0]
+	if v := n.Labels[kube.LabelEgressGateway]; net.ParseIP(v) != nil {
+		return n.Name, v, nil
+	}
+	for _, a := range n.Status.Addresses {
+		if a.Type == "InternalIP" {
+			return n.Name, a.Address, nil
+		}
+	}
+	return "", "", fmt.Errorf("node %s has no InternalIP", n.Name)
+}
+
+// egressTarget is the external address a path's clients connect to.
+func (e *externalHost) target(path string) string {
+	if path == suite.EgressGateway {
+		return e.viaGateway
+	}
+	return e.direct
+}
+
+// proveSource asks the external host, from every client node of the sample, which source
+// address its traffic arrives with, and fails unless it is the SNAT the path promises: the
+// client's own node for egress, the gateway for egress-gateway. The question travels the same
+// route as the sample (same pod, same destination address), so a datapath or gateway that does
+// not do what the path says fails the sample instead of measuring another path.
+func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []pairEnd) error {
+	control := net.JoinHostPort(tg.ext.target(path), portOf(tg.ext.control))
+	checked := map[string]bool{}
+	for i, e := range ends {
+		pod := tg.fixture.Pod(kube.RoleClient, i)
+		node := pod.Status.HostIP
+		if checked[node] {
+			continue
+		}
+		checked[node] = true
+		want, what := node, "its own node "+pod.Spec.NodeName
+		if path == suite.EgressGateway {
+			want, what = tg.ext.gatewaySource, "the gateway "+tg.ext.gatewayNode
+		}
+		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		out, err := tg.client.Exec(tctx, tg.namespace, e.clientPod, kube.ClientContainer,
+			[]string{"cnibench", "agent", "whoami", "--server", control})
+		cancel()
+		if err != nil {
+			return fmt.Errorf("path %s: prove the source address: %w", path, err)
+		}
+		if err := checkSource(path, strings.TrimSpace(string(out)), want, what); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// checkSource compares the source the external host saw with the one the path promises.
+func checkSource(path, got, want, what string) error {
+	if got != want {
+		return fmt.Errorf("path %s: the client's traffic came from %s, expected %s (%s): it did not take the path's SNAT", path, got, want, what)
+	}
+	return nil
+}
+
+// portOf is the port of a host:port.
+func portOf(hostPort string) string {
+	_, port, _ := net.SplitHostPort(hostPort)
+	return port
+}
