@@ -23,7 +23,8 @@ func newAgentCommand() *cobra.Command {
 		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
 		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
 		newAgentStatCommand(), newAgentProbeCommand(), newAgentRunCommand(),
-		newAgentServeCommand(), newAgentWhoAmICommand(), newAgentExternalServersCommand())
+		newAgentServeCommand(), newAgentWhoAmICommand(), newAgentExternalServersCommand(),
+		newAgentNameServerCommand(), newAgentHTTPGetCommand(), newAgentSplitCommand())
 	return cmd
 }
 
@@ -204,7 +205,7 @@ func newAgentExternalServersCommand() *cobra.Command {
 	var stop bool
 	cmd := &cobra.Command{
 		Use:   "external-servers --server HOST:PORT (--start WORKLOAD=PORT... | --stop)",
-		Short: "Ask an external agent to run the servers of workloads, or to stop them all",
+		Short: "Ask an external agent to run the servers of workloads (port 0: it picks one), printing them with their ports as JSON, or to stop them all",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stop {
@@ -214,7 +215,11 @@ func newAgentExternalServersCommand() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			return external.StartServers(cmd.Context(), server, servers)
+			got, err := external.StartServers(cmd.Context(), server, servers)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, got)
 		},
 	}
 	f := cmd.Flags()
@@ -224,5 +229,72 @@ func newAgentExternalServersCommand() *cobra.Command {
 	_ = cmd.MarkFlagRequired("server")
 	cmd.MarkFlagsMutuallyExclusive("start", "stop")
 	cmd.MarkFlagsOneRequired("start", "stop")
+	return cmd
+}
+
+func newAgentNameServerCommand() *cobra.Command {
+	o := agent.NameServerOptions{}
+	cmd := &cobra.Command{
+		Use:   "name-server",
+		Short: "HTTP server answering every request with its pod's name (a split's backend), until SIGTERM",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Log = cmd.ErrOrStderr()
+			return agent.RunNameServer(cmd.Context(), o)
+		},
+	}
+	cmd.Flags().IntVar(&o.Port, "port", 0, "TCP port to listen on (required)")
+	cmd.Flags().StringVar(&o.Name, "name", "", "what to answer (default: the host name, which is the pod's name)")
+	_ = cmd.MarkFlagRequired("port")
+	return cmd
+}
+
+func newAgentHTTPGetCommand() *cobra.Command {
+	var url, host string
+	cmd := &cobra.Command{
+		Use:   "http-get",
+		Short: "GET a URL once and print the body of its 200 answer",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			body, err := agent.HTTPGet(cmd.Context(), url, host)
+			if err != nil {
+				return err
+			}
+			_, err = fmt.Fprintln(cmd.OutOrStdout(), body)
+			return err
+		},
+	}
+	cmd.Flags().StringVar(&url, "url", "", "URL to GET (required)")
+	cmd.Flags().StringVar(&host, "host", "", "Host header (default: the URL's host)")
+	_ = cmd.MarkFlagRequired("url")
+	return cmd
+}
+
+func newAgentSplitCommand() *cobra.Command {
+	o := agent.SplitOptions{}
+	var weight int
+	cmd := &cobra.Command{
+		Use:   "split",
+		Short: "Load a weighted HTTP split with k6 and print its accuracy per window, rate and latency as JSON",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Summary.Weight = float64(weight)
+			sum, err := agent.Split(cmd.Context(), o)
+			if err != nil {
+				return err
+			}
+			return writeJSON(cmd, sum)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Script.URL, "url", "", "URL every request GETs: the Gateway's address and port (required)")
+	f.StringVar(&o.Script.Host, "host", "", "Host header selecting the HTTPRoute")
+	f.IntVar(&o.Script.VUs, "vus", 1, "k6 virtual users")
+	f.DurationVar(&o.Script.Duration, "duration", 10*time.Second, "how long the virtual users send, whole seconds")
+	f.StringVar(&o.Summary.First, "first", "", "pod name of the backend that gets --weight (required)")
+	f.IntVar(&weight, "weight", 0, "percent of requests the route sends to --first")
+	f.DurationVar(&o.Summary.Window, "window", 0, "window the shares are computed over (default 5s)")
+	_ = cmd.MarkFlagRequired("url")
+	_ = cmd.MarkFlagRequired("first")
 	return cmd
 }

@@ -69,6 +69,15 @@ const (
 	MemoryRead  = "memory_read_mbps"
 	MemoryWrite = "memory_write_mbps"
 
+	// Gateway API weighted split (k6 through an HTTPRoute).
+	SplitAbsError = "split_abs_error_pp"
+	SplitError    = "split_error_pp"
+	SplitShare    = "split_share_pct"
+	RequestRate   = "requests_per_s"
+	HTTPErrors    = "http_error_pct"
+	GatewayCPU    = "gateway_cpu_pct"
+	GatewayMemory = "gateway_mem_mib"
+
 	// Concurrency: how N pairs shared the path.
 	Fairness  = "fairness_jain"
 	StartSkew = "start_skew_ms"
@@ -113,6 +122,13 @@ func specs() []Spec {
 		{CPUOps, "ops/s", "stress-ng cpu stressor (matrixprod) bogo operations per wall-clock second, all threads (summed over pairs).", true, true, Sum},
 		{MemoryRead, "MB/s", "sysbench memory, sequential reads through a buffer beyond the cache: bytes read per wall-clock second, all threads (summed over pairs).", true, true, Sum},
 		{MemoryWrite, "MB/s", "sysbench memory, sequential writes: bytes written per wall-clock second, all threads (summed over pairs).", true, true, Sum},
+		{SplitAbsError, "pp", "Split accuracy: mean over 5-second windows of |share of the first backend - its weight|, in percentage points.", false, true, Mean},
+		{SplitError, "pp", "Signed split error: mean over 5-second windows of (share of the first backend - its weight), in percentage points; negative: it got less than its weight.", false, false, Mean},
+		{SplitShare, "%", "Share of the answered requests the first backend served over the sample.", false, false, Mean},
+		{RequestRate, "req/s", "HTTP requests answered per second through the gateway (k6; summed over pairs).", true, true, Sum},
+		{HTTPErrors, "%", "Requests that failed or were not answered 200 with a backend's name, in % of all.", false, true, Mean},
+		{GatewayCPU, "%", "CPU of the Gateway API implementation's container during the sample, in % of one core.", false, true, None},
+		{GatewayMemory, "MiB", "Memory of the Gateway API implementation's container at the end of the sample (cgroup usage).", false, true, None},
 		{SenderCPU, "%", "CPU time (user+system) of the sending iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
 		{ReceiverCPU, "%", "CPU time (user+system) of the receiving iperf3 process, in % of one core (mean over pairs).", false, false, Mean},
 
@@ -213,5 +229,5 @@ func Primary[V any](byName map[string]V) string {
 
 // ProgressOrder is the order in which a progress line looks for a sample's one figure.
 func ProgressOrder() []string {
-	return []string{Throughput, ConnectionRate, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
+	return []string{Throughput, ConnectionRate, SplitAbsError, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
 }

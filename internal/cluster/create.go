@@ -34,6 +34,9 @@ type Options struct {
 	// Runtimes are the runtime handlers the nodes offer, each with a RuntimeClass of its name
 	// (RuntimeHandlers); empty means DefaultRuntimes. runc is always offered.
 	Runtimes []string
+	// GatewayAPI builds, on first use, what the Gateway API split needs (Traefik, its CRDs,
+	// k6); a cluster gets the split whenever they are built, asked for or not.
+	GatewayAPI bool
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
 	// Wait bounds the wait for nodes Ready and CoreDNS available; the earlier steps wait a
@@ -174,6 +177,7 @@ func (c *creator) build(ctx context.Context) error {
 		{"installing CoreDNS and a RuntimeClass per runtime handler", c.installAddons},
 		{"waiting for CoreDNS", c.waitCoreDNS},
 		{"starting the external host and the egress gateway", c.setupExternal},
+		{"installing the Gateway API", c.installGatewayAPI},
 	}
 	for _, st := range steps {
 		if err := ctx.Err(); err != nil {

@@ -57,6 +57,13 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		return fmt.Errorf("runtimes: %w", err)
 	}
 	comps = append(comps, rts...)
+	if o.GatewayAPI {
+		gw, err := gatewayComponents()
+		if err != nil {
+			return err
+		}
+		comps = append(comps, gw...)
+	}
 	if _, err := os.Stat(o.Cache.Path(binaries.PauseBinary)); err != nil {
 		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
 	}

@@ -32,7 +32,7 @@ func (c *creator) buildImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools, err := b.Tools(ctx, self)
+	tools, err := b.Tools(ctx, self, c.gatewayBinaries()...)
 	if err != nil {
 		return err
 	}

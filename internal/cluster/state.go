@@ -43,10 +43,12 @@ type Spec struct {
 	Runtimes []string `json:"runtimes,omitempty"`
 	// HasExternal says the cluster has its external host and egress gateway (External); false
 	// in state written before they existed.
-	HasExternal bool      `json:"external,omitempty"`
-	Status      string    `json:"status"`
-	Created     time.Time `json:"created"`
-	Images      Images    `json:"images"`
+	HasExternal bool `json:"external,omitempty"`
+	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
+	GatewayAPI bool      `json:"gatewayAPI,omitempty"`
+	Status     string    `json:"status"`
+	Created    time.Time `json:"created"`
+	Images     Images    `json:"images"`
 }
 
 // Images are the local image references a cluster's nodes hold.

@@ -75,6 +75,10 @@ type Workload struct {
 	// Tool names the engine that measures the workload, where more than one can (tcp-rr:
 	// sockperf or cnibench); empty picks as For documents.
 	Tool string
+	// Weight is the percentage a gateway-split route sends to its first backend (1-99).
+	Weight int
+	// VUs is a gateway-split's virtual users (k6), each looping on one request at a time.
+	VUs int
 	// Duration is the measured time of one sample, in whole seconds (1 s to 24 h).
 	Duration time.Duration
 }
@@ -115,9 +119,11 @@ func (w Workload) validateShape() error {
 	case TCPStream, UDPStream, TCPRR, TCPCRR:
 	case CPU, Memory:
 		return w.validateCompute()
+	case GatewaySplit:
+		return w.validateSplit()
 	default:
-		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, %s, %s, got %q",
-			TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, w.Kind)
+		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, %s, %s, %s, got %q",
+			TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit, w.Kind)
 	}
 	if w.Threads != 0 {
 		return fmt.Errorf("threads: expected 0 for %s (only %s and %s have threads), got %d", w.Kind, CPU, Memory, w.Threads)
@@ -180,6 +186,7 @@ func (w Workload) RateBitsPerSec() (int64, error) {
 //	cpu/1                 one stress-ng cpu worker
 //	memory/all            a memory worker per online CPU, default buffer
 //	memory/1x16M          one memory worker streaming through 16 MiB
+//	gateway-split/40%x100vu  40 % to the first backend, 100 k6 virtual users
 //
 // Sizes are written in the largest of M (MiB), K (KiB) or B (bytes) that divides them
 // exactly; rates in the largest of G, M, K (powers of 1000) or plain bits per second.
@@ -205,6 +212,8 @@ func (w Workload) ID() string {
 		return fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
 	case CPU, Memory:
 		return w.computeID()
+	case GatewaySplit:
+		return w.splitID()
 	default:
 		return fmt.Sprintf("%s/%s", w.Kind, formatSize(w.MessageSize))
 	}
@@ -256,6 +265,10 @@ func ParseID(id string) (Workload, error) {
 		}
 	case CPU, Memory:
 		if w, err = parseComputeID(kind, params); err != nil {
+			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
+		}
+	case GatewaySplit:
+		if w, err = parseSplitID(params); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
 		}
 	}
@@ -349,9 +362,9 @@ const (
 	NameStressNG = "stress-ng"
 )
 
-// Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench.
+// Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench, k6.
 func Engines() []Engine {
-	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}}
+	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, k6{}}
 }
 
 // ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
@@ -362,8 +375,8 @@ func ByName(name string) (Engine, error) {
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("expected one of %s, %s, %s, %s, %s, got %q",
-		NameIPerf3, NameSockperf, NameCnibench, NameStressNG, NameSysbench, name)
+	return nil, fmt.Errorf("expected one of %s, %s, %s, %s, %s, %s, got %q",
+		NameIPerf3, NameSockperf, NameCnibench, NameStressNG, NameSysbench, NameK6, name)
 }
 
 // For validates w and returns the engine that measures it: iperf3 for tcp-stream and
@@ -390,6 +403,8 @@ func For(w Workload) (Engine, error) {
 		candidates = []Engine{stressNG{}}
 	case Memory:
 		candidates = []Engine{sysbench{}}
+	case GatewaySplit:
+		candidates = []Engine{k6{}}
 	}
 	for _, e := range candidates {
 		if e.Supports(w) {

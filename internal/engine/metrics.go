@@ -38,6 +38,8 @@ func MetricsFor(kind string) []string {
 		return []string{catalog.CPUOps}
 	case Memory:
 		return []string{catalog.MemoryRead, catalog.MemoryWrite}
+	case GatewaySplit:
+		return append([]string{catalog.SplitAbsError, catalog.SplitError, catalog.SplitShare, catalog.RequestRate, catalog.HTTPErrors}, latency...)
 	}
 	return nil
 }
@@ -55,6 +57,8 @@ func RateMetric(kind string) string {
 		return catalog.CPUOps
 	case Memory:
 		return catalog.MemoryRead
+	case GatewaySplit:
+		return catalog.RequestRate
 	}
 	return ""
 }

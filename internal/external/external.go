@@ -46,7 +46,7 @@ type ServeOptions struct {
 // DefaultServePort is the external agent's default control port (the local cluster's uses it).
 const DefaultServePort = 25199
 
-// ParseServers reads WORKLOAD=PORT specs.
+// ParseServers reads WORKLOAD=PORT specs (port 0: the agent picks one).
 func ParseServers(specs []string) ([]Server, error) {
 	out := make([]Server, 0, len(specs))
 	for _, s := range specs {
@@ -72,7 +72,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
-	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}}
+	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort}
 	defer m.stopAll()
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
@@ -85,11 +85,12 @@ func Serve(ctx context.Context, o ServeOptions) error {
 			http.Error(w, "body: expected a JSON list of {workload, port}: "+err.Error(), http.StatusBadRequest)
 			return
 		}
-		if err := m.ensure(r.Context(), req); err != nil {
+		got, err := m.ensure(r.Context(), req)
+		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
 			return
 		}
-		fmt.Fprintf(w, "%d servers running\n", len(req))
+		_ = json.NewEncoder(w).Encode(got)
 	})
 	mux.HandleFunc("DELETE /servers", func(w http.ResponseWriter, _ *http.Request) {
 		m.stopAll()
@@ -115,6 +116,7 @@ type serverSet struct {
 	log    io.Writer
 	mu     sync.Mutex
 	byPort map[int]*child
+	next   int // where freePort looks first
 }
 
 // child is one running server.
@@ -122,22 +124,54 @@ type child struct {
 	argv   string
 	cmd    *exec.Cmd
 	done   chan struct{}
-	stderr *bytes.Buffer
+	output *tailBuffer
+}
+
+// tailBuffer keeps the last max bytes written to it.
+type tailBuffer struct {
+	mu  sync.Mutex
+	max int
+	b   []byte
+}
+
+func (t *tailBuffer) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.b = append(t.b, p...)
+	if len(t.b) > t.max {
+		t.b = t.b[len(t.b)-t.max:]
+	}
+	return len(p), nil
+}
+
+func (t *tailBuffer) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return string(t.b)
 }
 
 // ensure starts each requested server unless the same one already runs on its port (a second
 // run, or a second target on the same external host), replacing a different one, and waits
 // until each accepts connections.
-func (m *serverSet) ensure(ctx context.Context, req []Server) error {
+func (m *serverSet) ensure(ctx context.Context, req []Server) ([]Server, error) {
 	if len(req) > maxServers {
-		return fmt.Errorf("servers: expected at most %d, got %d", maxServers, len(req))
+		return nil, fmt.Errorf("servers: expected at most %d, got %d", maxServers, len(req))
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	out := make([]Server, 0, len(req))
 	for _, s := range req {
+		if s.Port == 0 {
+			port, err := m.freePort()
+			if err != nil {
+				return nil, err
+			}
+			s.Port = port
+		}
+		out = append(out, s)
 		argv, err := m.argv(s)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		key := strings.Join(argv, " ")
 		if c, ok := m.byPort[s.Port]; ok {
@@ -149,21 +183,57 @@ func (m *serverSet) ensure(ctx context.Context, req []Server) error {
 		}
 		c, err := m.start(argv)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		m.byPort[s.Port] = c
 		if err := c.waitListening(ctx, s.Port); err != nil {
-			return fmt.Errorf("server %s on port %d: %w", s.Workload, s.Port, err)
+			return nil, fmt.Errorf("server %s on port %d: %w", s.Workload, s.Port, err)
 		}
 		fmt.Fprintf(m.log, "started %s\n", key)
 	}
-	return nil
+	return out, nil
+}
+
+// The ports the agent picks for servers that ask for none.
+const (
+	firstFreePort = 26000
+	lastFreePort  = 28999
+)
+
+// freePort picks the next port of the agent's range that no server of its own holds and that a
+// socket without SO_REUSEADDR can bind: sockperf's server sets no SO_REUSEADDR, so a port whose
+// last connections still sit in TIME_WAIT (the previous run's, for a minute) would fail it.
+func (m *serverSet) freePort() (int, error) {
+	for range lastFreePort - firstFreePort + 1 {
+		p := m.next
+		m.next++
+		if m.next > lastFreePort || m.next < firstFreePort {
+			m.next = firstFreePort
+		}
+		if p < firstFreePort {
+			continue
+		}
+		if _, taken := m.byPort[p]; !taken && bindable(p) {
+			return p, nil
+		}
+	}
+	return 0, fmt.Errorf("no free port in %d-%d", firstFreePort, lastFreePort)
+}
+
+// bindable reports whether a plain TCP socket can bind port on every address.
+func bindable(port int) bool {
+	fd, err := syscall.Socket(syscall.AF_INET, syscall.SOCK_STREAM|syscall.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer syscall.Close(fd)
+	return syscall.Bind(fd, &syscall.SockaddrInet4{Port: port}) == nil
 }
 
 // argv is the server command of one request, the one a server pod would run.
 func (m *serverSet) argv(s Server) ([]string, error) {
 	if s.Port < 1024 || s.Port > 65535 {
-		return nil, fmt.Errorf("port: expected 1024-65535, got %d", s.Port)
+		return nil, fmt.Errorf("port: expected 1024-65535 (or 0: the agent picks one), got %d", s.Port)
 	}
 	w, err := engine.ParseID(s.Workload)
 	if err != nil {
@@ -186,14 +256,16 @@ func (m *serverSet) argv(s Server) ([]string, error) {
 
 func (m *serverSet) start(argv []string) (*child, error) {
 	cmd := exec.Command(argv[0], argv[1:]...)
-	var stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = io.Discard, &stderr
+	// Tools report start-up failures on either stream (sockperf on stdout); the last bytes are
+	// kept for the error, never the whole log of a server that runs for hours.
+	out := &tailBuffer{max: 4096}
+	cmd.Stdout, cmd.Stderr = out, out
 	// The servers die with the agent, however it ends.
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", argv[0], err)
 	}
-	c := &child{argv: strings.Join(argv, " "), cmd: cmd, done: make(chan struct{}), stderr: &stderr}
+	c := &child{argv: strings.Join(argv, " "), cmd: cmd, done: make(chan struct{}), output: out}
 	go func() {
 		_ = cmd.Wait()
 		close(c.done)
@@ -216,7 +288,7 @@ func (c *child) waitListening(ctx context.Context, port int) error {
 	defer cancel()
 	for {
 		if !c.alive() {
-			return fmt.Errorf("exited: %s", strings.TrimSpace(c.stderr.String()))
+			return fmt.Errorf("exited: %s", strings.TrimSpace(c.output.String()))
 		}
 		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
 		if err == nil {
@@ -276,18 +348,24 @@ func WhoAmI(ctx context.Context, control string) (string, error) {
 	return ip, nil
 }
 
-// StartServers asks the external agent at control to run the servers.
-func StartServers(ctx context.Context, control string, servers []Server) error {
+// StartServers asks the external agent at control to run the servers and returns them with
+// their ports: a server asking for port 0 gets one the agent picked.
+func StartServers(ctx context.Context, control string, servers []Server) ([]Server, error) {
 	body, _ := json.Marshal(servers)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+control+"/servers", bytes.NewReader(body))
 	if err != nil {
-		return err
+		return nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
-	if _, err := do(req); err != nil {
-		return fmt.Errorf("start servers on the external host %s: %w", control, err)
+	resp, err := do(req)
+	if err != nil {
+		return nil, fmt.Errorf("start servers on the external host %s: %w", control, err)
 	}
-	return nil
+	var got []Server
+	if err := json.Unmarshal([]byte(resp), &got); err != nil || len(got) != len(servers) {
+		return nil, fmt.Errorf("start servers on the external host %s: expected %d servers with their ports, got %q", control, len(servers), resp)
+	}
+	return got, nil
 }
 
 // StopServers asks the external agent at control to stop every server.

@@ -59,10 +59,10 @@ func TestServersStartOnceAndStop(t *testing.T) {
 	port, _ := strconv.Atoi(p)
 	ctx := context.Background()
 	req := []Server{{Workload: "tcp-stream/1", Port: port}}
-	if err := StartServers(ctx, addr, req); err != nil {
+	if _, err := StartServers(ctx, addr, req); err != nil {
 		t.Fatalf("StartServers: %v", err)
 	}
-	if err := StartServers(ctx, addr, req); err != nil {
+	if _, err := StartServers(ctx, addr, req); err != nil {
 		t.Fatalf("StartServers again (the same server is kept): %v", err)
 	}
 	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", p)); err != nil {
@@ -85,10 +85,10 @@ func TestBadServerRequestsNameTheField(t *testing.T) {
 		req  Server
 		want string
 	}{
-		{Server{Workload: "tcp-stream/1", Port: 80}, "port: expected 1024-65535, got 80"},
+		{Server{Workload: "tcp-stream/1", Port: 80}, "port: expected 1024-65535 (or 0: the agent picks one), got 80"},
 		{Server{Workload: "bogus/1", Port: 30000}, `workload "bogus/1"`},
 	} {
-		err := StartServers(context.Background(), addr, []Server{c.req})
+		_, err := StartServers(context.Background(), addr, []Server{c.req})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("StartServers(%+v) = %v, want an error containing %q", c.req, err, c.want)
 		}
@@ -104,5 +104,37 @@ func TestParseServers(t *testing.T) {
 		if _, err := ParseServers([]string{bad}); err == nil || !strings.Contains(err.Error(), "WORKLOAD=PORT") {
 			t.Errorf("ParseServers(%q) = %v, want an error naming WORKLOAD=PORT", bad, err)
 		}
+	}
+}
+
+// TestPickedPortsAvoidTimeWait leaves a connection in TIME_WAIT on the first port the agent
+// would pick and expects a sockperf server (which cannot bind such a port) on another one.
+func TestPickedPortsAvoidTimeWait(t *testing.T) {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(firstFreePort)))
+	if err != nil {
+		t.Fatalf("port %d: %v", firstFreePort, err)
+	}
+	go func() {
+		if c, err := ln.Accept(); err == nil {
+			c.Close() // the server closes first: TIME_WAIT stays on its side, port firstFreePort
+		}
+	}()
+	c, err := net.Dial("tcp", ln.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = c.Read(make([]byte, 1))
+	c.Close()
+	ln.Close()
+	addr := serve(t)
+	got, err := StartServers(context.Background(), addr, []Server{{Workload: "tcp-rr/64B", Port: 0}, {Workload: "tcp-rr/64B", Port: 0}})
+	if err != nil {
+		t.Fatalf("StartServers: %v", err)
+	}
+	if got[0].Port == firstFreePort || got[0].Port == got[1].Port || got[0].Port < firstFreePort || got[1].Port > lastFreePort {
+		t.Errorf("picked ports %+v: want two distinct ports of %d-%d past the one in TIME_WAIT", got, firstFreePort, lastFreePort)
+	}
+	if err := StopServers(context.Background(), addr); err != nil {
+		t.Error(err)
 	}
 }

@@ -2,16 +2,17 @@ package runner
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -24,6 +25,8 @@ type externalHost struct {
 	viaGateway string // address the egress-gateway path targets; empty: no gateway
 	// gatewaySource is the address the host sees through the gateway, found at prepare.
 	gatewaySource, gatewayNode string
+	// ports are the external servers' ports, by the run's server index, then pair.
+	ports map[int][]int
 }
 
 // egressPaths lists the suite's paths that leave the cluster.
@@ -68,25 +71,39 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 	return r.startExternalServers(ctx, tg)
 }
 
-// startExternalServers asks the external host for one server per workload and pair, on the
-// ports host-network servers use: pairs share the host, so each listens on its own.
+// startExternalServers asks the external host for one server per server command and pair, on
+// ports it picks: pairs share the host, so each listens on its own, and a host that outlives
+// runs picks ports the last run's connections do not hold.
 func (r *run) startExternalServers(ctx context.Context, tg *target) error {
 	args := []string{"cnibench", "agent", "external-servers", "--server", tg.ext.control}
 	f := tg.fixture
+	var order []int // the server index of each --start
+	started := map[int]bool{}
 	for _, w := range r.opts.Suite.Workloads {
 		ew := w.Engine(r.opts.Suite.Duration.Duration)
 		j, ok := tg.servers[ew.ID()]
-		if !ok {
-			continue // runs in the client pod alone
+		if !ok || started[j] {
+			continue // runs in the client pod alone, or shares a server already asked for
 		}
-		for i := range f.Spec.Pairs() {
-			args = append(args, "--start", ew.ID()+"="+strconv.Itoa(f.Spec.ServersOf(kube.RoleHostServer, i)[j].Port))
+		started[j] = true
+		for range f.Spec.Pairs() {
+			args = append(args, "--start", ew.ID()+"=0")
+			order = append(order, j)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	if _, err := tg.client.Exec(ctx, tg.namespace, f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer, args); err != nil {
+	out, err := tg.client.Exec(ctx, tg.namespace, f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer, args)
+	if err != nil {
 		return fmt.Errorf("external host %s: %w", tg.ext.control, err)
+	}
+	var got []external.Server
+	if err := json.Unmarshal(out, &got); err != nil || len(got) != len(order) {
+		return fmt.Errorf("external host %s: expected %d servers with their ports, got %q", tg.ext.control, len(order), out)
+	}
+	tg.ext.ports = map[int][]int{}
+	for k, s := range got {
+		tg.ext.ports[order[k]] = append(tg.ext.ports[order[k]], s.Port)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ type target struct {
 	nodes        []string       // where its pods run
 	lost         loss           // what of its cluster went down during the run
 	ext          *externalHost  // the server outside the cluster, for the egress paths
+	gateway      *splitGateway  // the Gateway API split, for the gateway path
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -114,7 +115,7 @@ func roles(paths []string, workloads []suite.Workload) []string {
 			need[kube.RoleHostClient], need[kube.RoleHostServer] = true, true
 		case suite.Localhost:
 			need[kube.RoleLocal] = true
-		case suite.Egress, suite.EgressGateway:
+		case suite.Egress, suite.EgressGateway, suite.Gateway:
 			need[kube.RoleClient] = true
 		}
 	}
@@ -215,6 +216,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err := r.prepareExternal(ctx, tg, got.external); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if err := r.prepareGateway(ctx, tg, got.gateway, image, placement); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	if r.opts.Suite.PerRound() {
 		tg.fingerprint["pods"] = "per round: each pairs level's pods only for its samples"
 		return tg, r.scaleTo(ctx, tg, 0)
@@ -254,6 +258,11 @@ func (r *run) teardown() error {
 		}
 		if err := r.stopExternalServers(ctx, tg); err != nil {
 			r.progress("target %s: stopping the servers on the external host: %v", tg.name, err)
+		}
+		if tg.gateway != nil && tg.client != nil && !tg.provider.releasesObjects() {
+			if err := tg.client.DeleteGatewayClass(ctx, r.id); err != nil {
+				errs[i] = fmt.Errorf("target %s: %w", tg.name, err)
+			}
 		}
 		// Unless releasing the target takes them with it. Namespaces empty in parallel.
 		if tg.client != nil && !tg.provider.releasesObjects() {

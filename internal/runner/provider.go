@@ -36,6 +36,7 @@ type provided struct {
 	image    string
 	facts    map[string]string
 	external *externalHost // nil: the egress paths cannot be measured
+	gateway  gatewayOffer
 }
 
 var (
@@ -108,7 +109,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 		err = cluster.Create(ctx, cluster.Options{
 			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, KubernetesVersion: l.Kubernetes, Wait: 3 * time.Minute,
-			CRI: l.CRI, Runtimes: append(cluster.HandlersFor(l.CRI)[:1], p.runtimes...),
+			CRI: l.CRI, Runtimes: append(cluster.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
 			Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
 		})
 		if err != nil {
@@ -135,6 +136,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	}
 	client, err := kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), "")
 	got := provided{client: client, image: image, facts: facts}
+	got.gateway = gatewayOffer{available: spec.GatewayAPI,
+		why: fmt.Sprintf("local cluster %s has no Gateway API (it was created before traefik, gateway-api and k6 were built): delete it and the run recreates it with them", spec.Name)}
 	if e, ok := spec.External(); ok {
 		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode}
 	}
@@ -177,6 +180,8 @@ func (p remoteProvider) ensure(context.Context) (provided, error) {
 		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", p.target.Name)
 	}
 	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + p.target.Context}}
+	got.gateway = gatewayOffer{available: p.target.GatewayClassName != "", className: p.target.GatewayClassName,
+		why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
 		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress}

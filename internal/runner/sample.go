@@ -47,12 +47,21 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 		case suite.Localhost:
 			lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
 			e = pairEnd{lc.pod, "127.0.0.1", srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
+		case suite.Gateway:
+			var err error
+			if e, err = t.gatewayEnd(); err != nil {
+				return nil, err
+			}
 		case suite.Egress, suite.EgressGateway:
 			if t.ext == nil {
 				return nil, fmt.Errorf("path %s: the target has no external host", path)
 			}
-			// The external host is shared by the pairs: each has its own ports, as on the host network.
-			e = pairEnd{client.pod, t.ext.target(path), srv(kube.RoleHostServer).Port, []podContainer{client}}
+			// The external host is shared by the pairs: each has its own ports.
+			ports := t.ext.ports[server]
+			if i >= len(ports) {
+				return nil, fmt.Errorf("path %s: no server of pair %d on the external host", path, i)
+			}
+			e = pairEnd{client.pod, t.ext.target(path), ports[i], []podContainer{client}}
 		default:
 			return nil, fmt.Errorf("unknown path %q", path)
 		}
@@ -112,6 +121,9 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		windows[i] = rep.Window
 	}
 	s.Resources = resources(before, after, windows, fig.metrics, st.Duration)
+	if st.Combo.Path == suite.Gateway {
+		gatewayResources(s.Resources, ends[0], before, after, st.Duration)
+	}
 	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
 		s.Flags = append(s.Flags, store.FlagSkew)
 	}

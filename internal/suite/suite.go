@@ -29,6 +29,9 @@ const (
 	// EgressGateway is a pod to a server outside the cluster through the egress gateway node,
 	// which SNATs it.
 	EgressGateway = "egress-gateway"
+	// Gateway is a pod to a Gateway API gateway whose HTTPRoute splits requests by weight
+	// between two backends on the other node: the path of the gateway-split workload.
+	Gateway = "gateway"
 	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
 	// suite lists, but the one their samples carry.
 	InPod = "in-pod"
@@ -36,7 +39,7 @@ const (
 
 // AllPaths lists every path in display order.
 func AllPaths() []string {
-	return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway}
+	return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway}
 }
 
 // IsEgress reports whether a path leaves the cluster: its server is the external host's.
@@ -140,6 +143,10 @@ type Target struct {
 	// External is the server outside a remote cluster that the egress paths reach; a local
 	// cluster has its own.
 	External *External `json:"external,omitempty"`
+	// GatewayClassName is the GatewayClass of a remote cluster that serves the gateway path's
+	// split (two targets naming two classes compare implementations); a local cluster deploys
+	// Traefik.
+	GatewayClassName string `json:"gatewayClassName,omitempty"`
 }
 
 // External is a machine outside a remote cluster running `cnibench agent serve`.
@@ -173,6 +180,28 @@ type Workload struct {
 	Rate    string `json:"rate,omitempty"`    // udp-stream offered rate, iperf3 -b syntax
 	Threads int    `json:"threads,omitempty"` // cpu and memory workers; 0: one per CPU
 	Tool    string `json:"tool,omitempty"`    // the engine, where several can measure the kind
+	// Weight is a gateway-split's percentage to the first backend.
+	Weight int `json:"weight,omitempty"`
+	// VUs are a gateway-split's k6 virtual users: one workload per level.
+	VUs []int `json:"vus,omitempty"`
+}
+
+// expandVUs makes one workload of each virtual-user level of a gateway-split, so that every
+// level is a cell of its own, interleaved and summarised like any workload.
+func expandVUs(ws []Workload) []Workload {
+	var out []Workload
+	for _, w := range ws {
+		if len(w.VUs) <= 1 {
+			out = append(out, w)
+			continue
+		}
+		for _, n := range w.VUs {
+			one := w
+			one.VUs = []int{n}
+			out = append(out, one)
+		}
+	}
+	return out
 }
 
 // Duration is a time.Duration written as "5s" in YAML.
@@ -252,6 +281,7 @@ func (s *Suite) fillDefaults() {
 	if len(s.Workloads) == 0 {
 		s.Workloads = d.Workloads
 	}
+	s.Workloads = expandVUs(s.Workloads)
 	if len(s.Pairs) == 0 {
 		s.Pairs = []int{1}
 	}
@@ -323,7 +353,8 @@ func (s Suite) Matrix() []Combo {
 	for _, t := range s.Targets {
 		for _, p := range s.Paths {
 			for _, w := range s.Workloads {
-				if engine.InPod(w.Kind) {
+				// A split runs through the gateway only, and only a split does.
+				if engine.InPod(w.Kind) || (w.Kind == engine.GatewaySplit) != (p == Gateway) {
 					continue
 				}
 				for _, n := range pairs {

@@ -175,3 +175,64 @@ func TestPrecisionAndBudget(t *testing.T) {
 		}
 	}
 }
+
+func TestGatewaySplitExpandsVUsAndRunsOnTheGatewayOnly(t *testing.T) {
+	s, err := Parse([]byte(`
+targets: [{name: l, local: {datapath: bridge}}]
+paths: [cross-node, gateway]
+workloads:
+  - {kind: tcp-stream, streams: 1}
+  - {kind: gateway-split, weight: 40, vus: [1, 10, 100]}
+repetitions: 2
+duration: 5s
+`))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cells := map[string]bool{}
+	for _, c := range s.Matrix() {
+		cells[c.Path+" "+c.Workload.Engine(time.Second).ID()] = true
+	}
+	want := []string{"cross-node tcp-stream/1", "gateway gateway-split/40%x1vu", "gateway gateway-split/40%x10vu", "gateway gateway-split/40%x100vu"}
+	if len(cells) != len(want) {
+		t.Errorf("cells %v, want %v", cells, want)
+	}
+	for _, w := range want {
+		if !cells[w] {
+			t.Errorf("no cell %q in %v", w, cells)
+		}
+	}
+}
+
+func TestGatewaySplitValidation(t *testing.T) {
+	for _, c := range []struct{ yaml, want string }{
+		{"paths: [gateway]\nworkloads: [{kind: tcp-rr, size: 1}]\nduration: 5s", "paths: gateway carries only gateway-split workloads"},
+		{"paths: [cross-node]\nworkloads: [{kind: gateway-split, weight: 40, vus: [1]}]\nduration: 5s", "workloads[0]: gateway-split runs on path gateway only"},
+		{"paths: [gateway]\nworkloads: [{kind: gateway-split, weight: 40, vus: [1]}]\nduration: 2s", "duration: gateway-split judges its split per 5-second window"},
+		{"paths: [gateway]\nworkloads: [{kind: gateway-split, weight: 0, vus: [1]}]\nduration: 5s", "weight: expected 1-99"},
+	} {
+		_, err := Parse([]byte("targets: [{name: l, local: {datapath: bridge}}]\nrepetitions: 2\n" + c.yaml))
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("%q: got %v, want %q", c.yaml, err, c.want)
+		}
+	}
+}
+
+func TestExternalTargetValidation(t *testing.T) {
+	_, err := Parse([]byte(`
+targets: [{name: r, kubeconfig: /k, external: {address: "lab-host"}}]
+paths: [egress]
+workloads: [{kind: tcp-rr, size: 1}]
+repetitions: 2
+`))
+	if err == nil || !strings.Contains(err.Error(), "targets[0].external.address: expected HOST:PORT") {
+		t.Errorf("external without a port: %v", err)
+	}
+	_, err = Parse([]byte(`
+targets: [{name: l, local: {datapath: bridge}, external: {address: "h:25199"}}]
+repetitions: 2
+`))
+	if err == nil || !strings.Contains(err.Error(), "targets[0].external: a local cluster has its own external host") {
+		t.Errorf("external on a local target: %v", err)
+	}
+}

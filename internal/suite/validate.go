@@ -87,6 +87,7 @@ func (s Suite) Validate() error {
 		}
 		ids[ew.ID()] = true
 	}
+	errs = append(errs, s.validateGateway()...)
 	seen := map[int]bool{}
 	for i, n := range s.Pairs {
 		if n < 1 || n > MaxPairs {
@@ -121,7 +122,10 @@ func (s Suite) Validate() error {
 
 // Engine converts a suite workload to the engine's form for a sample of duration d.
 func (w Workload) Engine(d time.Duration) engine.Workload {
-	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Threads: w.Threads, Tool: w.Tool, Duration: d}
+	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Threads: w.Threads, Tool: w.Tool, Weight: w.Weight, Duration: d}
+	if len(w.VUs) > 0 {
+		ew.VUs = w.VUs[0] // expandVUs left one level per workload
+	}
 	if ew.Kind == engine.TCPStream && ew.Streams == 0 {
 		ew.Streams = 1
 	}
@@ -195,7 +199,7 @@ func (s Suite) checkDensity() error {
 			perPair["host-client"] = true
 		case Localhost:
 			perPair["local"] = true
-		case Egress, EgressGateway:
+		case Egress, EgressGateway, Gateway:
 			perPair["client"] = true
 		}
 	}
@@ -225,6 +229,30 @@ func validateExternal(i int, t Target) []error {
 	}
 	if e.GatewayAddress != "" && strings.Contains(e.GatewayAddress, ":") && net.ParseIP(e.GatewayAddress) == nil {
 		errs = append(errs, fmt.Errorf("targets[%d].external.gatewayAddress: expected a host name or IP without a port, got %q", i, e.GatewayAddress))
+	}
+	return errs
+}
+
+// validateGateway checks that the gateway path and the gateway-split workload come together.
+func (s Suite) validateGateway() []error {
+	var errs []error
+	splits := 0
+	for i, w := range s.Workloads {
+		if w.Kind == engine.GatewaySplit {
+			splits++
+			if !slices.Contains(s.Paths, Gateway) {
+				errs = append(errs, fmt.Errorf("workloads[%d]: %s runs on path %s only; expected it in paths", i, engine.GatewaySplit, Gateway))
+			}
+		}
+	}
+	if slices.Contains(s.Paths, Gateway) && splits == 0 {
+		errs = append(errs, fmt.Errorf("paths: %s carries only %s workloads; expected one, e.g. {kind: %s, weight: 40, vus: [1, 10, 100]}", Gateway, engine.GatewaySplit, engine.GatewaySplit))
+	}
+	if splits > 0 && s.Duration.Duration < 5*time.Second {
+		errs = append(errs, fmt.Errorf("duration: %s judges its split per 5-second window; expected at least 5s, got %s", engine.GatewaySplit, s.Duration))
+	}
+	if splits > 0 && s.MostPairs() > 1 {
+		errs = append(errs, fmt.Errorf("pairs: %s scales with vus, not pairs; expected pairs [1], got %v", engine.GatewaySplit, s.Pairs))
 	}
 	return errs
 }

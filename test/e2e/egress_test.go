@@ -18,27 +18,45 @@ import (
 
 const egressCluster = "egr"
 
-// egressSuite measures a pod to the external host directly and through the gateway node.
-const egressSuite = `
+// trafficSuite is the traffic-engineering study in short: a pod to the external host directly
+// and through the gateway node, and a Gateway API split at 1 and 100 virtual users.
+const trafficSuite = `
 targets:
   - name: bridge
     local: {cluster: egr, datapath: bridge}
-paths: [egress, egress-gateway]
+paths: [egress, egress-gateway, gateway]
 workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
   - {kind: tcp-crr, size: 64}
+  - {kind: gateway-split, weight: 40, vus: [1, 100]}
 repetitions: 2
-duration: 2s
+duration: 5s
 warmup: 1s
 `
 
-// TestEgressDirectAndThroughGateway creates a cluster with its external host, measures both
-// egress paths with the source address proved before every sample, then breaks the gateway
-// (the client's node sends the gateway's traffic out itself, SNATed to its own address) and
-// expects every egress-gateway sample to fail on the proof. The external namespace goes with
-// the cluster.
-func TestEgressDirectAndThroughGateway(t *testing.T) {
+// brokenGatewaySuite measures only the egress gateway, briefly.
+const brokenGatewaySuite = `
+targets:
+  - name: bridge
+    local: {cluster: egr, datapath: bridge}
+paths: [egress-gateway]
+workloads:
+  - {kind: tcp-rr, size: 64}
+repetitions: 2
+duration: 1s
+warmup: 1s
+`
+
+// TestTrafficEngineering creates a cluster with its external host and the Gateway API,
+// measures both egress paths with the source address proved before every sample and a
+// weighted split through Traefik, then breaks the egress gateway (the client's node sends the
+// gateway's traffic out itself, SNATed to its own address) and expects every egress-gateway
+// sample to fail on the proof. The external namespace goes with the cluster.
+func TestTrafficEngineering(t *testing.T) {
+	for _, c := range []string{"traefik", "gateway-api", "k6"} {
+		requireBuilt(t, c)
+	}
 	before := snapshot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
@@ -49,8 +67,8 @@ func TestEgressDirectAndThroughGateway(t *testing.T) {
 		t.Fatal(err)
 	}
 	ext, ok := spec.External()
-	if !ok || ext.GatewayNode != "node2" {
-		t.Fatalf("external host %+v, %v; want one with gateway node2", ext, ok)
+	if !ok || ext.GatewayNode != "node2" || !spec.GatewayAPI {
+		t.Fatalf("external host %+v, %v, Gateway API %v; want one with gateway node2, and the Gateway API", ext, ok, spec.GatewayAPI)
 	}
 	c, err := kube.Connect(cluster.DefaultLayout().Kubeconfig(egressCluster), "")
 	if err != nil {
@@ -62,7 +80,7 @@ func TestEgressDirectAndThroughGateway(t *testing.T) {
 	}
 	dir := t.TempDir()
 	suiteFile, results := filepath.Join(dir, "suite.yaml"), filepath.Join(dir, "results.db")
-	if err := os.WriteFile(suiteFile, []byte(egressSuite), 0o644); err != nil {
+	if err := os.WriteFile(suiteFile, []byte(trafficSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	out, err := cli(ctx, "run", "-f", suiteFile, "--results", results, "-o", "json")
@@ -87,6 +105,22 @@ func TestEgressDirectAndThroughGateway(t *testing.T) {
 			}
 		}
 	}
+	checkSplit(t, doc.Rows)
+	// The run's cluster-wide objects (the class, Traefik's role and binding) went with it.
+	for what, n := range map[string]func() (int, error){
+		"cluster roles": func() (int, error) {
+			l, err := c.CS.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
+			return len(l.Items), err
+		},
+		"cluster role bindings": func() (int, error) {
+			l, err := c.CS.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
+			return len(l.Items), err
+		},
+	} {
+		if got, err := n(); err != nil || got != 0 {
+			t.Errorf("%s of the run left: %d (%v)", what, got, err)
+		}
+	}
 
 	// The client's node now reaches the gateway address directly and SNATs it itself: the
 	// samples must notice that the gateway is not on the path.
@@ -98,8 +132,11 @@ func TestEgressDirectAndThroughGateway(t *testing.T) {
 		"oifname", "eth0", "ip", "daddr", ext.ViaGateway, "masquerade"); err != nil {
 		t.Fatalf("masquerade on the client's node: %v\n%s", err, out)
 	}
-	broken := filepath.Join(dir, "broken.db")
-	out, _ = cli(ctx, "run", "-f", suiteFile, "--paths", "egress-gateway", "--results", broken, "-o", "json")
+	broken, brokenFile := filepath.Join(dir, "broken.db"), filepath.Join(dir, "broken.yaml")
+	if err := os.WriteFile(brokenFile, []byte(brokenGatewaySuite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, _ = cli(ctx, "run", "-f", brokenFile, "--results", broken, "-o", "json")
 	db, err := store.Open(ctx, broken)
 	if err != nil {
 		t.Fatal(err)
@@ -132,4 +169,36 @@ func TestEgressDirectAndThroughGateway(t *testing.T) {
 		t.Errorf("external namespace %s still there after delete (%v)", spec.ExtNetns(), err)
 	}
 	assertClean(t, before)
+}
+
+// checkSplit wants the split measured at both levels: its accuracy within 5 points of the
+// weight (Traefik's weighted round robin is exact over a window), requests answered without
+// errors, and the gateway's own CPU and memory.
+func checkSplit(t *testing.T, rows []jsonRow) {
+	t.Helper()
+	got := map[string]jsonRow{}
+	for _, r := range rows {
+		if r.Path == "gateway" {
+			got[r.Workload+" "+r.Metric] = r
+		}
+	}
+	for _, w := range []string{"gateway-split/40%x1vu", "gateway-split/40%x100vu"} {
+		if r, ok := got[w+" split_abs_error_pp"]; !ok || r.N != 2 || r.Mean < 0 || r.Mean > 5 {
+			t.Errorf("%s split accuracy %+v (present %v), want 2 samples within 5 points", w, r, ok)
+		}
+		if r := got[w+" split_share_pct"]; r.Mean < 35 || r.Mean > 45 {
+			t.Errorf("%s share of the first backend %.2f %%, want 40 ± 5", w, r.Mean)
+		}
+		if r := got[w+" requests_per_s"]; r.Mean <= 0 {
+			t.Errorf("%s request rate %+v", w, r)
+		}
+		if r := got[w+" http_error_pct"]; r.Mean > 1 {
+			t.Errorf("%s errors %.2f %%", w, r.Mean)
+		}
+		for _, m := range []string{"gateway_cpu_pct", "gateway_mem_mib", "latency_p99_us"} {
+			if r := got[w+" "+m]; r.Mean <= 0 {
+				t.Errorf("%s %s %+v, want a positive figure", w, m, r)
+			}
+		}
+	}
 }

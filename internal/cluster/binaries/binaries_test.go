@@ -63,6 +63,9 @@ func TestComponentsTable(t *testing.T) {
 		GVisor:     {"runsc", "containerd-shim-runsc-v1"},
 		Youki:      {"youki"},
 		Calico:     {"calico-node", "calico", "calico-ipam", "calico-crds.yaml"},
+		GatewayAPI: {"gateway-api-crds.yaml"},
+		Traefik:    {"traefik"},
+		K6:         {"k6"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -80,7 +83,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 29 + 6*len(KubernetesVersions()); len(seen) != want {
+	if want := 32 + 6*len(KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

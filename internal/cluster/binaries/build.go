@@ -208,6 +208,8 @@ func (c Cache) runRecipe(ctx context.Context, log io.Writer, comp Component, scr
 		return c.buildYouki(ctx, log, comp, scratch, out)
 	case calicoBuild:
 		return buildCalico(ctx, log, comp, scratch, out)
+	case gatewayAPIBuild:
+		return buildGatewayAPI(ctx, log, comp, scratch, out)
 	}
 	return fmt.Errorf("unknown build kind %s", comp.kind)
 }

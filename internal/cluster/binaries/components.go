@@ -181,14 +181,16 @@ func Components() []Component {
 	for _, v := range KubernetesVersions() {
 		all = append(all, kubernetesComponent(v))
 	}
-	// Datapath and runtime components live in files of their own (flannel.go, cilium.go,
-	// crio.go, gvisor.go, youki.go).
+	// Datapath, runtime and ingress components live in files of their own (flannel.go,
+	// cilium.go, crio.go, gvisor.go, youki.go, gateway.go, k6.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
 	all = append(all, calicoComponents()...)
 	all = append(all, crioComponents()...)
 	all = append(all, gvisorComponents()...)
-	return append(all, youkiComponents()...)
+	all = append(all, youkiComponents()...)
+	all = append(all, gatewayComponents()...)
+	return append(all, k6Components()...)
 }
 
 // Lookup returns the component with the given name; for Kubernetes, the

@@ -72,13 +72,14 @@ type Image struct {
 
 // Tools returns the tools image: a Debian bookworm root filesystem with
 // iperf3, sockperf, iproute2, ethtool, procps and ping as one layer, and
-// cnibenchBinary at /usr/local/bin/cnibench as a second. Its default
+// cnibenchBinary at /usr/local/bin/cnibench as a second, with each of extra (binaries such
+// as k6 and traefik, which the Gateway API split runs) beside it. Its default
 // command sleeps forever; pods give their own.
 //
 // The root filesystem is built with mmdebstrap (root, ~50 s, needs the
 // Debian mirror) and cached, so a new cnibench binary only costs the
 // second layer and a new archive.
-func (b Builder) Tools(ctx context.Context, cnibenchBinary string) (Image, error) {
+func (b Builder) Tools(ctx context.Context, cnibenchBinary string, extra ...string) (Image, error) {
 	mm, err := b.findMmdebstrap()
 	if err != nil {
 		return Image{}, err
@@ -91,6 +92,17 @@ func (b Builder) Tools(ctx context.Context, cnibenchBinary string) (Image, error
 	if err != nil {
 		return Image{}, fmt.Errorf("tools image: %w", err)
 	}
+	files := []fileEntry{{name: "usr/local/bin/cnibench", src: cnibenchBinary}}
+	extras := map[string]string{}
+	for _, path := range extra {
+		sum, err := fileSHA256(ctx, path)
+		if err != nil {
+			return Image{}, fmt.Errorf("tools image: %w", err)
+		}
+		base := filepath.Base(path)
+		extras[base] = sum
+		files = append(files, fileEntry{name: "usr/local/bin/" + base, src: path})
+	}
 	cfg := v1.Config{
 		Env:        []string{"PATH=" + defaultPath},
 		Cmd:        []string{"sleep", "infinity"},
@@ -100,8 +112,9 @@ func (b Builder) Tools(ctx context.Context, cnibenchBinary string) (Image, error
 		Format int
 		Rootfs string
 		Binary string
+		Extras map[string]string `json:",omitempty"`
 		Config v1.Config
-	}{archiveFormat, spec.key(), bin, cfg}
+	}{archiveFormat, spec.key(), bin, extras, cfg}
 
 	return b.build(ctx, "tools", inputs, cfg, func(dir string) ([]mutate.Addendum, func(), error) {
 		root, err := b.rootfs(ctx, dir, mm, spec)
@@ -110,7 +123,7 @@ func (b Builder) Tools(ctx context.Context, cnibenchBinary string) (Image, error
 		}
 		top, err := writeLayer(ctx, filepath.Join(dir, tmpPrefix+"tools-bin.tar.gz"), gzip.BestSpeed,
 			func(w io.Writer) error {
-				return writeFilesTar(w, []fileEntry{{name: "usr/local/bin/cnibench", src: cnibenchBinary}})
+				return writeFilesTar(w, files)
 			})
 		if err != nil {
 			return nil, nil, fmt.Errorf("cnibench layer: %w", err)
@@ -121,7 +134,7 @@ func (b Builder) Tools(ctx context.Context, cnibenchBinary string) (Image, error
 				Created:   v1.Time{Time: layerTime()},
 			}},
 			{Layer: top.layer(), History: v1.History{
-				CreatedBy: "cnibench binary at /usr/local/bin/cnibench (sha256 " + bin + ")",
+				CreatedBy: "cnibench binary at /usr/local/bin/cnibench (sha256 " + bin + ")" + extrasNote(extras),
 				Created:   v1.Time{Time: layerTime()},
 			}},
 		}
@@ -417,4 +430,17 @@ func checkName(n string) error {
 		return fmt.Errorf("image name %q: use lower-case letters, digits and inner dashes, and do not start with \"rootfs\"", n)
 	}
 	return nil
+}
+
+// extrasNote names the extra binaries of the tools image in its layer's history.
+func extrasNote(extras map[string]string) string {
+	var names []string
+	for n := range extras {
+		names = append(names, n)
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	sort.Strings(names)
+	return " and " + strings.Join(names, ", ")
 }

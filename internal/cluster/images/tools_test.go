@@ -120,4 +120,24 @@ func TestTools(t *testing.T) {
 	if d0 != d1 {
 		t.Errorf("root filesystem layer changed: %s -> %s", d0, d1)
 	}
+
+	// An extra binary lands beside cnibench and changes the tag.
+	extra := filepath.Join(dir, "k6")
+	if err := os.WriteFile(extra, []byte("k6 stand-in"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	withExtra, err := b.Tools(ctx, other, extra)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if withExtra.Ref == next.Ref {
+		t.Errorf("an extra binary kept tag %s", next.Ref)
+	}
+	extraLayers, err := readImage(t, withExtra).Layers()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if top := layerFiles(t, extraLayers[len(extraLayers)-1]); top["usr/local/bin/k6"] == nil || top["usr/local/bin/cnibench"] == nil {
+		t.Errorf("top layer lacks k6 or cnibench: %d entries", len(top))
+	}
 }

@@ -1,0 +1,69 @@
+package cluster
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+)
+
+// gatewayComponents are what the Gateway API split needs on a local cluster: Traefik and k6,
+// both in the tools image, and the Gateway API CRDs. They are built on first use by a create
+// that asks for them (Options.GatewayAPI: a run whose suite has the gateway path), or by
+// `cnibench setup --all`; a cluster created without them measures everything else.
+func gatewayComponents() ([]binaries.Component, error) {
+	var out []binaries.Component
+	for _, name := range []string{binaries.Traefik, binaries.GatewayAPI, binaries.K6} {
+		comp, err := binaries.Lookup(name)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, comp)
+	}
+	return out, nil
+}
+
+// gatewayBinaries returns the binaries the tools image carries for the split, or none when
+// they are not all built.
+func (c *creator) gatewayBinaries() []string {
+	comps, err := gatewayComponents()
+	if err != nil || c.cache.Check(comps...) != nil {
+		return nil
+	}
+	return []string{c.bin(binaries.K6Binary), c.bin(binaries.TraefikBinary)}
+}
+
+// installGatewayAPI installs the Gateway API CRDs when the tools image carries the split's
+// binaries; the run deploys Traefik and the routes itself.
+func (c *creator) installGatewayAPI(ctx context.Context) error {
+	if len(c.gatewayBinaries()) == 0 {
+		c.progress("no Gateway API split: traefik, gateway-api and k6 are not built (cluster create --gateway-api or cnibench setup --all builds them)")
+		return nil
+	}
+	crds := c.bin(binaries.GatewayAPICRDs)
+	if err := c.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+		return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
+	}
+	if err := c.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		return fmt.Errorf("wait for Gateway API CRDs: %w", err)
+	}
+	c.spec.GatewayAPI = true
+	return c.layout.writeSpec(c.spec)
+}
+
+// kubectl runs the cluster's kubectl against it.
+func (c *creator) kubectl(ctx context.Context, args ...string) error {
+	full := append([]string{"--kubeconfig=" + c.layout.Kubeconfig(c.spec.Name),
+		"--cache-dir=" + filepath.Join(c.layout.Dir(c.spec.Name), "kubectl-cache")}, args...)
+	cmd := exec.CommandContext(ctx, c.kube("kubectl"), full...)
+	var out bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &out, &out
+	if err := cmd.Run(); err != nil {
+		return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
+	}
+	return nil
+}
