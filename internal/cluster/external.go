@@ -7,12 +7,14 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"time"
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
 )
@@ -93,15 +95,27 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
+	policy := c.egressGatewayPolicy()
 	for i := 1; i <= s.Nodes; i++ {
-		if err := c.setupNodeEgress(ctx, i); err != nil {
+		if err := c.setupNodeEgress(ctx, i, policy == ""); err != nil {
 			return fmt.Errorf("egress of %s: %w", s.NodeName(i), err)
 		}
 	}
 	if g := s.GatewayNode(); g > 0 {
+		// Retried while the wait lasts: a busy API server (a datapath still starting) times
+		// requests out.
 		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{kube.LabelEgressGateway: "true"}}})
-		if _, err := c.client.CoreV1().Nodes().Patch(ctx, s.NodeName(g), types.MergePatchType, patch, metav1.PatchOptions{}); err != nil {
-			return fmt.Errorf("label the egress gateway %s: %w", s.NodeName(g), err)
+		var last error
+		if err := c.poll(ctx, "the egress gateway label on "+s.NodeName(g), c.stepTimeout(3, time.Minute), func() (bool, error) {
+			_, last = c.client.CoreV1().Nodes().Patch(ctx, s.NodeName(g), types.MergePatchType, patch, metav1.PatchOptions{})
+			return last == nil, nil
+		}); err != nil {
+			return fmt.Errorf("label the egress gateway %s: %w (last: %v)", s.NodeName(g), err, last)
+		}
+	}
+	if policy != "" {
+		if err := c.applyEgressGatewayPolicy(ctx, policy); err != nil {
+			return err
 		}
 	}
 	self, err := os.Executable()
@@ -133,18 +147,19 @@ func (c *creator) setupExternal(ctx context.Context) error {
 // goes to the gateway node, which SNATs it to its own. Redirects are off: the gateway sends
 // packets back out of the interface they came in by, which would otherwise tell the client's
 // node to bypass it.
-func (c *creator) setupNodeEgress(ctx context.Context, i int) error {
+// plainGateway says whether cnibench makes the gateway (the datapath has none of its own).
+func (c *creator) setupNodeEgress(ctx context.Context, i int, plainGateway bool) error {
 	s, p := c.spec, c.spec.Plan()
 	ns := s.NodeNetns(i)
 	rules := []string{fmt.Sprintf("oifname %q ip saddr %s ip daddr %s masquerade", nodeUplink, p.ClusterCIDR(), p.ExternalIP())}
 	g := s.GatewayNode()
-	if g == i {
+	if g == i && plainGateway {
 		rules = append(rules, fmt.Sprintf("oifname %q ip daddr %s masquerade", nodeUplink, p.ExternalViaGatewayIP()))
 	}
 	if err := nftIn(ctx, ns, egressRuleset(rules)); err != nil {
 		return err
 	}
-	if g > 0 && g != i {
+	if g > 0 && g != i && plainGateway {
 		if err := ipBatch(ctx, ns, []string{fmt.Sprintf("route add %s/32 via %s dev %s", p.ExternalViaGatewayIP(), p.NodeIP(g), nodeUplink)}); err != nil {
 			return err
 		}
@@ -175,4 +190,37 @@ func nftIn(ctx context.Context, netns, script string) error {
 		return fmt.Errorf("nft in %s: %w: %s", netns, err, strings.TrimSpace(string(out)))
 	}
 	return nil
+}
+
+// egressGatewayPolicy is the datapath's own egress gateway policy for the gateway address, ""
+// when the datapath has none (cnibench then routes and SNATs it itself) or the cluster no
+// gateway node.
+func (c *creator) egressGatewayPolicy() string {
+	s, p := c.spec, c.spec.Plan()
+	wg, ok := c.dp.(datapath.WithEgressGateway)
+	if !ok || s.GatewayNode() == 0 {
+		return ""
+	}
+	return wg.EgressGatewayPolicy(p.ExternalViaGatewayIP().String()+"/32", kube.LabelEgressGateway, p.NodeIP(s.GatewayNode()).String())
+}
+
+// applyEgressGatewayPolicy applies the datapath's policy once its CRD is served.
+func (c *creator) applyEgressGatewayPolicy(ctx context.Context, policy string) error {
+	path := filepath.Join(c.layout.Dir(c.spec.Name), "egress-gateway-policy.yaml")
+	if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
+		return fmt.Errorf("write the egress gateway policy: %w", err)
+	}
+	// The CRD comes from the datapath's operator, which may still be registering it.
+	var err error
+	for attempt := 0; attempt < 30; attempt++ {
+		if err = c.kubectl(ctx, "apply", "-f", path); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(2 * time.Second):
+		}
+	}
+	return fmt.Errorf("apply the egress gateway policy: %w", err)
 }

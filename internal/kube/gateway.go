@@ -346,12 +346,16 @@ func (c *Client) gatewayAddress(ctx context.Context, dc dynamic.Interface, s Gat
 	return addr, nil
 }
 
-// DeleteGatewayClass removes the cluster-wide objects DeployGateway made for a run (its
-// GatewayClass and the controller's cluster role and binding); namespaced ones go with the
-// run's namespace. Absent objects, or absent Gateway API CRDs, are not errors.
-func (c *Client) DeleteGatewayClass(ctx context.Context, runID string) error {
+// DeleteGateway removes what DeployGateway made for a run beyond its pods and Services: the
+// HTTPRoutes, the Gateway and the controller's account in the namespace (a namespace the run
+// shares with others keeps living), and the cluster-wide GatewayClass, role and binding.
+// Absent objects, or absent Gateway API CRDs, are not errors.
+func (c *Client) DeleteGateway(ctx context.Context, namespace, runID string) error {
 	sel := metav1.ListOptions{LabelSelector: LabelRun + "=" + runID}
 	var errs []error
+	if err := c.CS.CoreV1().ServiceAccounts(namespace).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) {
+		errs = append(errs, fmt.Errorf("delete service accounts: %w", err))
+	}
 	if err := c.CS.RbacV1().ClusterRoleBindings().DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) {
 		errs = append(errs, fmt.Errorf("delete cluster role bindings: %w", err))
 	}
@@ -362,8 +366,10 @@ func (c *Client) DeleteGatewayClass(ctx context.Context, runID string) error {
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	if err := dc.Resource(gvrGatewayClass).DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
-		errs = append(errs, fmt.Errorf("delete GatewayClasses: %w", err))
+	for _, r := range []dynamic.ResourceInterface{dc.Resource(gvrHTTPRoute).Namespace(namespace), dc.Resource(gvrGateway).Namespace(namespace), dc.Resource(gvrGatewayClass)} {
+		if err := r.DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
+			errs = append(errs, fmt.Errorf("delete Gateway API objects: %w", err))
+		}
 	}
 	return errors.Join(errs...)
 }

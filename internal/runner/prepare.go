@@ -260,7 +260,7 @@ func (r *run) teardown() error {
 			r.progress("target %s: stopping the servers on the external host: %v", tg.name, err)
 		}
 		if tg.gateway != nil && tg.client != nil && !tg.provider.releasesObjects() {
-			if err := tg.client.DeleteGatewayClass(ctx, r.id); err != nil {
+			if err := tg.client.DeleteGateway(ctx, tg.namespace, r.id); err != nil {
 				errs[i] = fmt.Errorf("target %s: %w", tg.name, err)
 			}
 		}

@@ -130,6 +130,9 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 			}
 		}
 	}
+	if _, own := facts["egress_gateway_impl"]; !own && spec.HasExternal {
+		facts["egress_gateway_impl"] = "plain: a route to the gateway node, nftables SNAT there"
+	}
 	image := r.opts.Image
 	if image == "" {
 		image = spec.Images.Tools

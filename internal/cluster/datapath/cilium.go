@@ -80,6 +80,7 @@ func (d Cilium) Fingerprint() map[string]string {
 		fp["cni_mode"] = "native, kube-proxy replacement"
 		fp["cilium_kube_proxy_replacement"], fp["cilium_socket_lb"] = "true", "true"
 		fp["cilium_masquerade"], fp["cilium_host_routing"] = "bpf", "bpf"
+		fp["egress_gateway_impl"] = "CiliumEgressGatewayPolicy"
 	}
 	return fp
 }
@@ -312,13 +313,37 @@ func (d Cilium) serviceArgs() []string {
 		"--bpf-lb-sock=true",
 		"--enable-bpf-masquerade=true",
 		"--enable-host-legacy-routing=false",
+		// Its requirements (pkg/egressgateway): CRD identities, IPv4 and BPF masquerading, no
+		// CiliumEndpointSlice; kube-proxy replacement is not among them.
+		"--enable-egress-gateway=true",
 	}
+}
+
+// EgressGatewayPolicy implements WithEgressGateway: a CiliumEgressGatewayPolicy for every pod,
+// with kube-proxy replacement (the deployment that has BPF masquerading); "" without.
+func (d Cilium) EgressGatewayPolicy(destination, label, egressIP string) string {
+	if !d.KPR {
+		return ""
+	}
+	return fmt.Sprintf(`apiVersion: cilium.io/v2
+kind: CiliumEgressGatewayPolicy
+metadata:
+  name: cnibench-egress-gateway
+spec:
+  selectors:
+    - podSelector: {}
+  destinationCIDRs: [%q]
+  egressGateway:
+    nodeSelector:
+      matchLabels: {%q: "true"}
+    egressIP: %q
+`, destination, label, egressIP)
 }
 
 // operatorArgv is the operator's command line: it creates Cilium's CRDs and garbage-collects
 // identities, endpoints and nodes; with kubernetes IPAM it allocates nothing.
 func (d Cilium) operatorArgv(c Cluster) []string {
-	return []string{
+	argv := []string{
 		c.Bin(ciliumOperator),
 		"--k8s-kubeconfig-path=" + c.Kubeconfig,
 		"--cluster-name=" + c.Name,
@@ -335,4 +360,10 @@ func (d Cilium) operatorArgv(c Cluster) []string {
 		"--remove-cilium-node-taints=false",
 		"--set-cilium-is-up-condition=false",
 	}
+	if d.KPR {
+		// The operator registers the policy CRD only when told (a hidden flag); agents with the
+		// egress gateway wait for it.
+		argv = append(argv, "--enable-egress-gateway=true")
+	}
+	return argv
 }

@@ -224,3 +224,23 @@ func TestCiliumKPR(t *testing.T) {
 		t.Errorf("ipvs: %v", err)
 	}
 }
+
+func TestCiliumEgressGatewayOnlyWithKPR(t *testing.T) {
+	if p := (Cilium{}).EgressGatewayPolicy("10.0.0.201/32", "l", "10.0.0.12"); p != "" {
+		t.Errorf("cilium-vxlan has an egress gateway policy:\n%s", p)
+	}
+	kpr := Cilium{KPR: true}
+	p := kpr.EgressGatewayPolicy("10.0.0.201/32", "cnibench.dev/egress-gateway", "10.0.0.12")
+	for _, want := range []string{"kind: CiliumEgressGatewayPolicy", `destinationCIDRs: ["10.0.0.201/32"]`, `matchLabels: {"cnibench.dev/egress-gateway": "true"}`, `egressIP: "10.0.0.12"`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("policy lacks %q:\n%s", want, p)
+		}
+	}
+	if !slices.Contains(kpr.serviceArgs(), "--enable-egress-gateway=true") || slices.Contains(Cilium{}.serviceArgs(), "--enable-egress-gateway=true") {
+		t.Error("the agent enables the egress gateway exactly with kube-proxy replacement")
+	}
+	c := Cluster{Bin: func(n string) string { return n }}
+	if !slices.Contains(kpr.operatorArgv(c), "--enable-egress-gateway=true") || slices.Contains(Cilium{}.operatorArgv(c), "--enable-egress-gateway=true") {
+		t.Error("the operator registers the policy CRD exactly with kube-proxy replacement")
+	}
+}

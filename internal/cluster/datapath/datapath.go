@@ -66,6 +66,16 @@ type WithBinaries interface {
 	Binaries() []string
 }
 
+// WithEgressGateway is implemented by datapaths with an egress gateway of their own. The
+// cluster then applies the manifest EgressGatewayPolicy returns instead of routing the external
+// host's gateway address to the gateway node and SNATing it there with nftables.
+type WithEgressGateway interface {
+	// EgressGatewayPolicy is the policy that sends pods' traffic to destination (a CIDR) out
+	// through the nodes labelled label=true, SNATed to egressIP; "" when this deployment of
+	// the datapath has no egress gateway.
+	EgressGatewayPolicy(destination, label, egressIP string) string
+}
+
 // WithoutKubeProxy is implemented by datapaths that can serve Services themselves; when
 // ReplacesKubeProxy is true the cluster runs no kube-proxy and its proxy mode is "none".
 type WithoutKubeProxy interface {
