@@ -256,7 +256,7 @@ func newAgentHTTPGetCommand() *cobra.Command {
 		Short: "GET a URL once and print the body of its 200 answer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			body, err := agent.HTTPGet(cmd.Context(), url, host)
+			body, err := external.Get(cmd.Context(), url, host)
 			if err != nil {
 				return err
 			}

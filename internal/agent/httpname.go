@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"os"
 	"strconv"
-	"strings"
 	"time"
 )
 
@@ -57,30 +56,4 @@ func RunNameServer(ctx context.Context, o NameServerOptions) error {
 		return err
 	}
 	return nil
-}
-
-// HTTPGet fetches url once, with host as the Host header when set, and returns the body of a
-// 200 answer: what a split's client would count.
-func HTTPGet(ctx context.Context, url, host string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", fmt.Errorf("--url %q: %w", url, err)
-	}
-	if host != "" {
-		req.Host = host
-	}
-	c := &http.Client{Timeout: 5 * time.Second, Transport: &http.Transport{Proxy: nil}}
-	resp, err := c.Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<12))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("GET %s (Host %s): %s: %s", url, host, resp.Status, strings.TrimSpace(string(b)))
-	}
-	return strings.TrimSpace(string(b)), nil
 }

@@ -78,13 +78,7 @@ func (s Spec) External() (External, bool) {
 func (c *creator) setupExternal(ctx context.Context) error {
 	s, p := c.spec, c.spec.Plan()
 	ns := s.ExtNetns()
-	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
-		return fmt.Errorf("create namespace: %w", err)
-	}
-	if err := ipBatch(ctx, s.CtlNetns(), []string{
-		fmt.Sprintf("link add %s type veth peer name %s netns %s", externalPort, nodeUplink, ns),
-		fmt.Sprintf("link set %s master %s up", externalPort, underlayBridge),
-	}); err != nil {
+	if err := c.plugIntoUnderlay(ctx, ns, externalPort); err != nil {
 		return err
 	}
 	if err := ipBatch(ctx, ns, []string{

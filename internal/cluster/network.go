@@ -76,14 +76,7 @@ const nodeUplink = "eth0"
 func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
 	s, p := c.spec, c.spec.Plan()
 	ns := s.NodeNetns(i)
-	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
-		return fmt.Errorf("create namespace: %w", err)
-	}
-	port := fmt.Sprintf("n%d", i)
-	if err := ipBatch(ctx, s.CtlNetns(), []string{
-		fmt.Sprintf("link add %s type veth peer name %s netns %s", port, nodeUplink, ns),
-		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
-	}); err != nil {
+	if err := c.plugIntoUnderlay(ctx, ns, fmt.Sprintf("n%d", i)); err != nil {
 		return err
 	}
 	if err := ipBatch(ctx, ns, []string{
@@ -101,6 +94,18 @@ func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
 		"net.bridge.bridge-nf-call-iptables":  "1",
 		"net.bridge.bridge-nf-call-ip6tables": "1",
 		"net.ipv4.conf.all.rp_filter":         "0",
+	})
+}
+
+// plugIntoUnderlay creates namespace ns with its uplink (nodeUplink) on a veth whose other end,
+// port, is on the underlay bridge.
+func (c *creator) plugIntoUnderlay(ctx context.Context, ns, port string) error {
+	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
+		return fmt.Errorf("create namespace: %w", err)
+	}
+	return ipBatch(ctx, c.spec.CtlNetns(), []string{
+		fmt.Sprintf("link add %s type veth peer name %s netns %s", port, nodeUplink, ns),
+		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
 	})
 }
 

@@ -380,7 +380,24 @@ func StopServers(ctx context.Context, control string) error {
 	return nil
 }
 
-// do sends req and returns the body of a 200 answer, or an error carrying the agent's message.
+// Get fetches url once, with host as the Host header when set, and returns the body of a 200
+// answer: how a run checks from its client pod that a route answers before measuring it.
+func Get(ctx context.Context, url, host string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("--url %q: %w", url, err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	body, err := do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s (Host %s): %w", url, host, err)
+	}
+	return strings.TrimSpace(body), nil
+}
+
+// do sends req and returns the body of a 200 answer, or an error carrying the server's message.
 func do(req *http.Request) (string, error) {
 	resp, err := externalClient().Do(req)
 	if err != nil {

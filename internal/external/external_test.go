@@ -2,7 +2,10 @@ package external
 
 import (
 	"context"
+	"fmt"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strconv"
 	"strings"
 	"testing"
@@ -136,5 +139,22 @@ func TestPickedPortsAvoidTimeWait(t *testing.T) {
 	}
 	if err := StopServers(context.Background(), addr); err != nil {
 		t.Error(err)
+	}
+}
+
+func TestGetSendsTheHostAndWantsA200(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Host != "w40.split.cnibench.test" {
+			http.Error(w, "no route for "+r.Host, http.StatusNotFound)
+			return
+		}
+		fmt.Fprintln(w, "cnibench-backend-a-0")
+	}))
+	defer srv.Close()
+	if body, err := Get(context.Background(), srv.URL, "w40.split.cnibench.test"); err != nil || body != "cnibench-backend-a-0" {
+		t.Errorf("Get = %q, %v", body, err)
+	}
+	if _, err := Get(context.Background(), srv.URL, "other"); err == nil || !strings.Contains(err.Error(), "404 Not Found: no route for other") {
+		t.Errorf("Get with another host: %v", err)
 	}
 }
