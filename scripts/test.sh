@@ -43,7 +43,7 @@ log "unit and root tests"
 go test -p 1 -count=1 ./...
 
 log "end-to-end tests on real local clusters"
-go test -p 1 -count=1 -timeout 60m -tags e2e -v ./test/e2e/
+go test -p 1 -count=1 -timeout 70m -tags e2e -v ./test/e2e/
 
 # The cgroup v2 host proof: this machine is hybrid, so a VM with cgroup_no_v1=all runs the local
 # cluster's lifecycle and a short run (software emulation: about 15 minutes).

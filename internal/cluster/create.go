@@ -34,8 +34,8 @@ type Options struct {
 	// Runtimes are the runtime handlers the nodes offer, each with a RuntimeClass of its name
 	// (RuntimeHandlers); empty means DefaultRuntimes. runc is always offered.
 	Runtimes []string
-	// GatewayAPI builds, on first use, what the Gateway API split needs (Traefik, its CRDs,
-	// k6); a cluster gets the split whenever they are built, asked for or not.
+	// GatewayAPI gives the cluster the Gateway API split: the CRDs installed, Traefik and k6 in
+	// the tools image (built on first use). Without it the tools image stays half the size.
 	GatewayAPI bool
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
@@ -67,6 +67,8 @@ type creator struct {
 	wait   time.Duration
 	// archives are the image archives every node imports.
 	archives []string
+	// gatewayAPI: the cluster gets the Gateway API split (Options.GatewayAPI).
+	gatewayAPI bool
 
 	mu      sync.Mutex
 	daemons []*running
@@ -140,7 +142,7 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait}
+	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI}
 	if c.spec, err = reserve(o, cg.String()); err != nil {
 		return err
 	}

@@ -12,9 +12,9 @@ import (
 )
 
 // gatewayComponents are what the Gateway API split needs on a local cluster: Traefik and k6,
-// both in the tools image, and the Gateway API CRDs. They are built on first use by a create
-// that asks for them (Options.GatewayAPI: a run whose suite has the gateway path), or by
-// `cnibench setup --all`; a cluster created without them measures everything else.
+// both in the tools image, and the Gateway API CRDs. A create that asks for the split
+// (Options.GatewayAPI: `cluster create --gateway-api`, or a run whose suite has the gateway
+// path) builds them on first use; a cluster created without it measures everything else.
 func gatewayComponents() ([]binaries.Component, error) {
 	var out []binaries.Component
 	for _, name := range []string{binaries.Traefik, binaries.GatewayAPI, binaries.K6} {
@@ -27,21 +27,19 @@ func gatewayComponents() ([]binaries.Component, error) {
 	return out, nil
 }
 
-// gatewayBinaries returns the binaries the tools image carries for the split, or none when
-// they are not all built.
+// gatewayBinaries returns the binaries the tools image carries for the split: none unless the
+// cluster has it (ensureDependencies built them).
 func (c *creator) gatewayBinaries() []string {
-	comps, err := gatewayComponents()
-	if err != nil || c.cache.Check(comps...) != nil {
+	if !c.gatewayAPI {
 		return nil
 	}
 	return []string{c.bin(binaries.K6Binary), c.bin(binaries.TraefikBinary)}
 }
 
-// installGatewayAPI installs the Gateway API CRDs when the tools image carries the split's
-// binaries; the run deploys Traefik and the routes itself.
+// installGatewayAPI installs the Gateway API CRDs on a cluster with the split; the run deploys
+// Traefik and the routes itself.
 func (c *creator) installGatewayAPI(ctx context.Context) error {
-	if len(c.gatewayBinaries()) == 0 {
-		c.progress("no Gateway API split: traefik, gateway-api and k6 are not built (cluster create --gateway-api or cnibench setup --all builds them)")
+	if !c.gatewayAPI {
 		return nil
 	}
 	crds := c.bin(binaries.GatewayAPICRDs)

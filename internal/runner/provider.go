@@ -140,7 +140,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	client, err := kube.Connect(r.opts.Layout.Kubeconfig(spec.Name), "")
 	got := provided{client: client, image: image, facts: facts}
 	got.gateway = gatewayOffer{available: spec.GatewayAPI,
-		why: fmt.Sprintf("local cluster %s has no Gateway API (it was created before traefik, gateway-api and k6 were built): delete it and the run recreates it with them", spec.Name)}
+		why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
 	if e, ok := spec.External(); ok {
 		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode}
 	}

@@ -61,7 +61,7 @@ func TestTrafficEngineering(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	defer forceDelete(egressCluster)
-	createCluster(ctx, t, "--name", egressCluster)
+	createCluster(ctx, t, "--name", egressCluster, "--gateway-api")
 	spec, err := cluster.DefaultLayout().ReadSpec(egressCluster)
 	if err != nil {
 		t.Fatal(err)

@@ -81,6 +81,8 @@ func (d Cilium) Fingerprint() map[string]string {
 		fp["cilium_kube_proxy_replacement"], fp["cilium_socket_lb"] = "true", "true"
 		fp["cilium_masquerade"], fp["cilium_host_routing"] = "bpf", "bpf"
 		fp["egress_gateway_impl"] = "CiliumEgressGatewayPolicy"
+		// The egress gateway reaches its gateway node through the tunnel, whatever the mode.
+		fp["cilium_tunnel_protocol"] = "vxlan (egress gateway traffic only)"
 	}
 	return fp
 }

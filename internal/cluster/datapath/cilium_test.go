@@ -198,7 +198,7 @@ func TestCiliumKPR(t *testing.T) {
 	}
 	fp := d.(WithFingerprint).Fingerprint()
 	want := map[string]string{"cilium_kube_proxy_replacement": "true", "cilium_socket_lb": "true", "cilium_masquerade": "bpf",
-		"cilium_host_routing": "bpf", "cilium_tunnel_protocol": "disabled"}
+		"cilium_host_routing": "bpf", "cilium_tunnel_protocol": "vxlan (egress gateway traffic only)", "egress_gateway_impl": "CiliumEgressGatewayPolicy"}
 	for k, v := range want {
 		if fp[k] != v {
 			t.Errorf("fingerprint %s = %q, want %q", k, fp[k], v)
