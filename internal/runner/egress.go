@@ -143,7 +143,7 @@ func gatewayOf(ctx context.Context, c *kube.Client) (node, source string, err er
 	return "", "", fmt.Errorf("node %s has no InternalIP", n.Name)
 }
 
-// egressTarget is the external address a path's clients connect to.
+// target is the external address a path's clients connect to.
 func (e *externalHost) target(path string) string {
 	if path == suite.EgressGateway {
 		return e.viaGateway

@@ -106,8 +106,8 @@ func (r *run) waitRoute(ctx context.Context, tg *target, host string) error {
 	return nil
 }
 
-// gatewayEnd is the gateway path's endpoint: the client pod to the Gateway, with the
-// controller and backends read for their CPU and memory.
+// gatewayEnd is the gateway path's endpoint: the client pod to the Gateway, with the deployed
+// controller read for its CPU and memory beside the client.
 func (t *target) gatewayEnd() (pairEnd, error) {
 	if t.gateway == nil {
 		return pairEnd{}, fmt.Errorf("path %s: the target has no gateway", suite.Gateway)

@@ -259,7 +259,8 @@ func (r *run) teardown() error {
 		if err := r.stopExternalServers(ctx, tg); err != nil {
 			r.progress("target %s: stopping the servers on the external host: %v", tg.name, err)
 		}
-		if tg.gateway != nil && tg.client != nil && !tg.provider.releasesObjects() {
+		// Also after a failed deploy, which may have made some of the cluster-wide objects.
+		if len(splitWeights(r.opts.Suite)) > 0 && tg.client != nil && !tg.provider.releasesObjects() {
 			if err := tg.client.DeleteGateway(ctx, tg.namespace, r.id); err != nil {
 				errs[i] = fmt.Errorf("target %s: %w", tg.name, err)
 			}
