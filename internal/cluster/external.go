@@ -7,7 +7,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"time"
 
@@ -200,14 +199,10 @@ func (c *creator) egressGatewayPolicy() string {
 
 // applyEgressGatewayPolicy applies the datapath's policy once its CRD is served.
 func (c *creator) applyEgressGatewayPolicy(ctx context.Context, policy string) error {
-	path := filepath.Join(c.layout.Dir(c.spec.Name), "egress-gateway-policy.yaml")
-	if err := os.WriteFile(path, []byte(policy), 0o644); err != nil {
-		return fmt.Errorf("write the egress gateway policy: %w", err)
-	}
 	// The CRD comes from the datapath's operator, which may still be registering it.
 	var err error
 	for attempt := 0; attempt < 30; attempt++ {
-		if err = c.kubectl(ctx, "apply", "-f", path); err == nil {
+		if err = c.kubectl(ctx, strings.NewReader(policy), "apply", "-f", "-"); err == nil {
 			return nil
 		}
 		select {

@@ -1,14 +1,13 @@
 package cluster
 
 import (
-	"bytes"
 	"context"
 	"fmt"
-	"os/exec"
+	"io"
 	"path/filepath"
-	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/datapath"
 )
 
 // gatewayComponents are what the Gateway API split needs on a local cluster: Traefik and k6,
@@ -43,25 +42,19 @@ func (c *creator) installGatewayAPI(ctx context.Context) error {
 		return nil
 	}
 	crds := c.bin(binaries.GatewayAPICRDs)
-	if err := c.kubectl(ctx, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+	if err := c.kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
 		return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
 	}
-	if err := c.kubectl(ctx, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+	if err := c.kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
 		return fmt.Errorf("wait for Gateway API CRDs: %w", err)
 	}
 	c.spec.GatewayAPI = true
 	return c.layout.writeSpec(c.spec)
 }
 
-// kubectl runs the cluster's kubectl against it.
-func (c *creator) kubectl(ctx context.Context, args ...string) error {
-	full := append([]string{"--kubeconfig=" + c.layout.Kubeconfig(c.spec.Name),
-		"--cache-dir=" + filepath.Join(c.layout.Dir(c.spec.Name), "kubectl-cache")}, args...)
-	cmd := exec.CommandContext(ctx, c.kube("kubectl"), full...)
-	var out bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &out, &out
-	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("kubectl %s: %w: %s", strings.Join(args, " "), err, strings.TrimSpace(out.String()))
-	}
-	return nil
+// kubectl runs the cluster's kubectl against it, stdin (may be nil) as its input.
+func (c *creator) kubectl(ctx context.Context, stdin io.Reader, args ...string) error {
+	k := datapath.Kubectl{Bin: c.kube("kubectl"), Kubeconfig: c.layout.Kubeconfig(c.spec.Name),
+		Cache: filepath.Join(c.layout.Dir(c.spec.Name), "kubectl-cache")}
+	return k.Run(ctx, stdin, args...)
 }

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -105,18 +106,18 @@ func (d Calico) Setup(ctx context.Context, c Cluster) error {
 			return err
 		}
 	}
-	k := kubectl{bin: c.Bin("kubectl"), kubeconfig: c.Kubeconfig, cache: filepath.Join(calicoDir(c), "kubectl-cache")}
+	k := Kubectl{Bin: c.Bin("kubectl"), Kubeconfig: c.Kubeconfig, Cache: filepath.Join(calicoDir(c), "kubectl-cache")}
 	crds := c.Bin(binaries.CalicoCRDs)
-	if err := k.run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+	if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
 		return fmt.Errorf("install calico CRDs: %w", err)
 	}
-	if err := k.run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+	if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
 		return fmt.Errorf("wait for calico CRDs: %w", err)
 	}
 	if d.Canal {
 		return nil
 	}
-	if err := k.run(ctx, strings.NewReader(calicoIPPools(c)), "apply", "--server-side", "-f", "-"); err != nil {
+	if err := k.Run(ctx, strings.NewReader(calicoIPPools(c)), "apply", "--server-side", "-f", "-"); err != nil {
 		return fmt.Errorf("create calico IP pools: %w", err)
 	}
 	return nil
@@ -269,14 +270,17 @@ func (d Calico) env(c Cluster, n Node) []string {
 	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", calicoMTU))
 }
 
-// kubectl runs kubectl against the cluster, its cache in the cluster's directory.
-type kubectl struct {
-	bin, kubeconfig, cache string
+// Kubectl runs the cluster's kubectl against it, with its cache in the cluster's directory:
+// how manifests that ship as YAML (CRDs, policies) are applied.
+type Kubectl struct {
+	Bin, Kubeconfig, Cache string
 }
 
-func (k kubectl) run(ctx context.Context, stdin *strings.Reader, args ...string) error {
-	full := append([]string{"--kubeconfig=" + k.kubeconfig, "--cache-dir=" + k.cache}, args...)
-	cmd := exec.CommandContext(ctx, k.bin, full...)
+// Run runs kubectl with args, stdin (may be nil) as its input, and returns its output in the
+// error when it fails.
+func (k Kubectl) Run(ctx context.Context, stdin io.Reader, args ...string) error {
+	full := append([]string{"--kubeconfig=" + k.Kubeconfig, "--cache-dir=" + k.Cache}, args...)
+	cmd := exec.CommandContext(ctx, k.Bin, full...)
 	if stdin != nil {
 		cmd.Stdin = stdin
 	}
