@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/apimachinery/pkg/util/wait"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/external"
@@ -139,8 +140,8 @@ func (c *creator) setupExternal(ctx context.Context) error {
 // masquerade already did it; the bridge datapath does not), and traffic to the gateway address
 // goes to the gateway node, which SNATs it to its own. Redirects are off: the gateway sends
 // packets back out of the interface they came in by, which would otherwise tell the client's
-// node to bypass it.
-// plainGateway says whether cnibench makes the gateway (the datapath has none of its own).
+// node to bypass it. plainGateway says whether cnibench makes the gateway (the datapath has
+// none of its own).
 func (c *creator) setupNodeEgress(ctx context.Context, i int, plainGateway bool) error {
 	s, p := c.spec, c.spec.Plan()
 	ns := s.NodeNetns(i)
@@ -200,16 +201,13 @@ func (c *creator) egressGatewayPolicy() string {
 // applyEgressGatewayPolicy applies the datapath's policy once its CRD is served.
 func (c *creator) applyEgressGatewayPolicy(ctx context.Context, policy string) error {
 	// The CRD comes from the datapath's operator, which may still be registering it.
-	var err error
-	for attempt := 0; attempt < 30; attempt++ {
-		if err = c.kubectl(ctx, strings.NewReader(policy), "apply", "-f", "-"); err == nil {
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-time.After(2 * time.Second):
-		}
+	var last error
+	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
+		last = c.kubectl(ctx, strings.NewReader(policy), "apply", "-f", "-")
+		return last == nil, nil
+	})
+	if err != nil {
+		return fmt.Errorf("apply the egress gateway policy: %w (last: %v)", err, last)
 	}
-	return fmt.Errorf("apply the egress gateway policy: %w", err)
+	return nil
 }

@@ -53,7 +53,7 @@ func ParseServers(specs []string) ([]Server, error) {
 		id, p, ok := strings.Cut(s, "=")
 		port, err := strconv.Atoi(p)
 		if !ok || id == "" || err != nil {
-			return nil, fmt.Errorf("--start %q: expected WORKLOAD=PORT, e.g. tcp-stream/1x=25201", s)
+			return nil, fmt.Errorf("--start %q: expected WORKLOAD=PORT, e.g. tcp-stream/1=25201", s)
 		}
 		out = append(out, Server{Workload: id, Port: port})
 	}

@@ -94,16 +94,21 @@ func (c *Client) DeployGateway(ctx context.Context, s GatewaySpec) (*Gateway, er
 		}
 		pods, g.Controller = append(pods, controller), controller.Name
 	}
-	for _, p := range pods {
-		if _, err := c.CS.CoreV1().Pods(s.Namespace).Create(ctx, p, metav1.CreateOptions{}); err != nil {
-			return nil, fmt.Errorf("create pod %s: %w", p.Name, err)
-		}
+	// The fixture's watch: it also fails early, with the reason, on a pod that cannot start.
+	tr, err := c.trackPods(ctx, s.Namespace, LabelRun+"="+s.RunID+","+LabelRole+" in ("+
+		strings.Join([]string{RoleGateway, RoleBackendA, RoleBackendB}, ",")+")")
+	if err != nil {
+		return nil, err
+	}
+	defer tr.stop()
+	if err := c.createPods(ctx, tr, pods); err != nil {
+		return nil, err
 	}
 	if err := c.createRoutes(ctx, dc, s, g.Class); err != nil {
 		return nil, err
 	}
-	if err := c.waitPodsReady(ctx, s.Namespace, pods); err != nil {
-		return nil, err
+	if err := tr.waitReady(ctx, names(pods), podReadyTimeout(len(pods))); err != nil {
+		return nil, fmt.Errorf("gateway pods: %w", err)
 	}
 	if err := waitRoutesAccepted(ctx, dc, s); err != nil {
 		return nil, err
@@ -239,29 +244,6 @@ func (c *Client) createRoutes(ctx context.Context, dc dynamic.Interface, s Gatew
 		if _, err := dc.Resource(gvrHTTPRoute).Namespace(s.Namespace).Create(ctx, route, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create HTTPRoute of weight %d: %w", w, err)
 		}
-	}
-	return nil
-}
-
-// waitPodsReady waits for the split's pods.
-func (c *Client) waitPodsReady(ctx context.Context, ns string, pods []*corev1.Pod) error {
-	var names []string
-	for _, p := range pods {
-		names = append(names, p.Name)
-	}
-	pending := names
-	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, 3*time.Minute, true, func(ctx context.Context) (bool, error) {
-		pending = nil
-		for _, name := range names {
-			p, err := c.CS.CoreV1().Pods(ns).Get(ctx, name, metav1.GetOptions{})
-			if err != nil || !podReady(p) {
-				pending = append(pending, name)
-			}
-		}
-		return len(pending) == 0, nil
-	})
-	if err != nil {
-		return fmt.Errorf("gateway pods not ready after 3m: %s: %w", strings.Join(pending, ", "), err)
 	}
 	return nil
 }

@@ -61,7 +61,7 @@ const (
 const gatewayAPIBuild buildKind = 106
 
 // gatewayComponents are Traefik and the Gateway API's CRDs, built by `setup --all`, or on
-// first use by a cluster that asks for them (Providing); Base leaves them out.
+// first use by a cluster that asks for the Gateway API split; Base leaves them out.
 func gatewayComponents() []Component {
 	traefik := Component{
 		Name:    Traefik,

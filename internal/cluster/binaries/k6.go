@@ -13,7 +13,7 @@ const K6 = "k6"
 const K6Binary = "k6"
 
 // k6Components are the binaries of the k6 load generator, built by `setup --all`, or on
-// first use by a cluster that asks for it (Providing); Base leaves it out.
+// first use by a cluster that asks for the Gateway API split; Base leaves it out.
 func k6Components() []Component {
 	c := Component{
 		Name:    K6,
