@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"path/filepath"
 	"testing"
 
@@ -87,9 +88,12 @@ func runPairs(ctx context.Context, t *testing.T, dir string) {
 	checkMergedPercentiles(ctx, t, results, doc.Run.ID)
 }
 
-// checkMergedPercentiles reads every 10-pair tcp-rr sample back and checks its merged p99
-// against each pair's own p50 from sockperf's output: the p99 of all transactions cannot lie
-// below the median of any one pair's.
+// checkMergedPercentiles reads every 10-pair tcp-rr sample back and checks its merged
+// percentiles against the pairs' own from sockperf's output: a quantile of the union of the
+// pairs' transactions lies between the smallest and the largest of the pairs' quantiles at the
+// same level, whatever each pair's share of the transactions (a pair starved of CPU may have a
+// median above everyone's p99, so no bound across levels holds). That the merge weighs each
+// transaction once is runner's unit test; this proves it on sockperf's real logs.
 func checkMergedPercentiles(ctx context.Context, t *testing.T, results, runID string) {
 	db, err := store.Open(ctx, results)
 	if err != nil {
@@ -113,14 +117,20 @@ func checkMergedPercentiles(ctx context.Context, t *testing.T, results, runID st
 		if err := json.Unmarshal([]byte(s.Raw), &reports); err != nil || len(reports) != 10 {
 			t.Fatalf("sample %d: raw holds %d pair reports: %v", s.Seq, len(reports), err)
 		}
-		p99 := s.Metrics["latency_p99_us"]
+		per := make([]engine.Metrics, len(reports))
 		for i, rep := range reports {
-			m, err := sp.Parse(engine.Workload{Kind: engine.TCPRR, MessageSize: 64}, []byte(rep.Stdout))
-			if err != nil {
+			if per[i], err = sp.Parse(engine.Workload{Kind: engine.TCPRR, MessageSize: 64}, []byte(rep.Stdout)); err != nil {
 				t.Fatalf("sample %d pair %d: %v", s.Seq, i, err)
 			}
-			if p50 := m["latency_p50_us"]; p99 < p50 {
-				t.Errorf("sample %d: merged p99 %.1f us below pair %d's p50 %.1f us", s.Seq, p99, i, p50)
+		}
+		for _, metric := range []string{"latency_p50_us", "latency_p99_us"} {
+			lo, hi := math.Inf(1), math.Inf(-1)
+			for _, m := range per {
+				lo, hi = min(lo, m[metric]), max(hi, m[metric])
+			}
+			// The histogram's buckets are 1 % wide; sockperf's own percentiles are exact.
+			if got := s.Metrics[metric]; got < lo*0.98 || got > hi*1.02 {
+				t.Errorf("sample %d: merged %s %.1f outside the pairs' [%.1f, %.1f]", s.Seq, metric, got, lo, hi)
 			}
 		}
 		if skew := s.Metrics["start_skew_ms"]; skew < 0 || skew > 100 {

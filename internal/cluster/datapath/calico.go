@@ -223,7 +223,9 @@ func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
 // the cluster's state directory is bound back into it (the kubeconfig is there). /run is a
 // tmpfs for the same reason (/var/run/calico); felix's BPF clean-up sees a private bpffs.
 // The start-up fails on a Node object that does not exist yet, so it waits for the kubelet to
-// register it (kubectl reads KUBECONFIG from the environment).
+// register it (kubectl reads KUBECONFIG from the environment). It also fails when another
+// writer (the kubelet's status, the node controller) updates the Node between its read and its
+// write: where a DaemonSet would restart the container, the script runs it again, a few times.
 // Arguments: the cluster's state directory, the node's calico directory, calico-node, whether
 // to allocate a VXLAN tunnel address, kubectl, its cache directory, the node's name.
 const calicoNodeMounts = `set -e
@@ -242,7 +244,11 @@ mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --bind /proc/sys/net /proc/sys/net
 mount -o remount,bind,rw /proc/sys/net
-"$node" -startup
+tries=0
+until "$node" -startup; do
+  tries=$((tries+1)); [ "$tries" -lt 5 ] || exit 1
+  sleep 1
+done
 if [ "$vxlan" = true ]; then "$node" -allocate-tunnel-addrs -allocate-tunnel-addrs-run-once; fi
 exec "$node" -felix`
 

@@ -2,6 +2,7 @@ package datapath
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -110,18 +111,58 @@ func TestCalicoIPPoolsAndEnv(t *testing.T) {
 
 // TestCalicoNodeMounts runs the mount script with a stand-in for calico-node that writes where
 // calico-node does: its files must land in the node's directory, nothing in the host's
-// /var/lib or /run, and the cluster's state directory must stay readable.
+// /var/lib or /run, and the cluster's state directory must stay readable. A start-up that
+// fails (an update conflict on the Node) runs again, as a restarted container would; one that
+// keeps failing fails the script.
 func TestCalicoNodeMounts(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs root for mount namespaces (CI runs as root)")
 	}
+	for _, p := range []string{"/var/lib/calico", "/run/calico"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Skipf("%s exists on this host already", p)
+		}
+	}
+	for _, tc := range []struct {
+		failures int // start-ups that fail before one succeeds
+		want     []string
+		ok       bool
+	}{
+		{0, []string{"-startup", "-allocate-tunnel-addrs", "-felix"}, true},
+		{2, []string{"-startup", "-startup", "-startup", "-allocate-tunnel-addrs", "-felix"}, true},
+		{99, []string{"-startup", "-startup", "-startup", "-startup", "-startup"}, false},
+	} {
+		t.Run(fmt.Sprintf("%d failed start-ups", tc.failures), func(t *testing.T) {
+			state, dir, out, err := runCalicoNodeMounts(t, tc.failures)
+			if (err == nil) != tc.ok {
+				t.Fatalf("mount script: %v (want success %v)\n%s", err, tc.ok, out)
+			}
+			calls, _ := os.ReadFile(filepath.Join(dir, "lib", "calls"))
+			if got := strings.Fields(string(calls)); !slices.Equal(got, tc.want) {
+				t.Errorf("calico-node ran %v, want %v", got, tc.want)
+			}
+			if seen, _ := os.ReadFile(filepath.Join(dir, "run", "seen")); tc.ok && string(seen) != "kubeconfig" {
+				t.Errorf("felix read %q through the state directory %s", seen, state)
+			}
+			for _, p := range []string{"/var/lib/calico", "/run/calico"} {
+				if _, err := os.Lstat(p); err == nil {
+					t.Errorf("%s was created on the host", p)
+				}
+			}
+		})
+	}
+}
+
+// runCalicoNodeMounts runs the mount script in a mount namespace of its own with a stand-in
+// calico-node whose first failures start-ups fail; it returns the state and node directories.
+func runCalicoNodeMounts(t *testing.T, failures int) (state, dir string, out []byte, err error) {
 	// Under /var/lib, as a cluster's is, so that the script must bind it back over its tmpfs.
-	state, err := os.MkdirTemp("/var/lib", "cnb-test-")
+	state, err = os.MkdirTemp("/var/lib", "cnb-test-")
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { os.RemoveAll(state) })
-	dir := filepath.Join(state, "calico", "node1")
+	dir = filepath.Join(state, "calico", "node1")
 	for _, sub := range []string{"lib", "run"} {
 		if err := os.MkdirAll(filepath.Join(dir, sub), 0o755); err != nil {
 			t.Fatal(err)
@@ -134,32 +175,15 @@ func TestCalicoNodeMounts(t *testing.T) {
 	script := `#!/bin/sh
 set -e
 echo "$1" >> /var/lib/calico/calls
-case "$1" in -felix) cat ` + filepath.Join(state, "admin.kubeconfig") + ` > /run/calico/seen; mountpoint -q /sys/fs/bpf;
+case "$1" in
+-startup) [ "$(grep -c startup /var/lib/calico/calls)" -gt ` + fmt.Sprint(failures) + ` ] ;;
+-felix) cat ` + filepath.Join(state, "admin.kubeconfig") + ` > /run/calico/seen; mountpoint -q /sys/fs/bpf;
   if echo 1 > /proc/sys/kernel/cnb-none 2>/dev/null; then exit 3; fi ;; esac
 `
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for _, p := range []string{"/var/lib/calico", "/run/calico"} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Skipf("%s exists on this host already", p)
-		}
-	}
-	out, err := exec.Command("unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "t",
+	out, err = exec.Command("unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "t",
 		state, dir, fake, "true", "true", filepath.Join(state, "cache"), "node1").CombinedOutput()
-	if err != nil {
-		t.Fatalf("mount script: %v\n%s", err, out)
-	}
-	calls, _ := os.ReadFile(filepath.Join(dir, "lib", "calls"))
-	if got := strings.Fields(string(calls)); !slices.Equal(got, []string{"-startup", "-allocate-tunnel-addrs", "-felix"}) {
-		t.Errorf("calico-node ran %v", got)
-	}
-	if seen, _ := os.ReadFile(filepath.Join(dir, "run", "seen")); string(seen) != "kubeconfig" {
-		t.Errorf("felix read %q through the state directory", seen)
-	}
-	for _, p := range []string{"/var/lib/calico", "/run/calico"} {
-		if _, err := os.Lstat(p); err == nil {
-			t.Errorf("%s was created on the host", p)
-		}
-	}
+	return state, dir, out, err
 }
