@@ -93,7 +93,7 @@ func runPairs(ctx context.Context, t *testing.T, dir string) {
 // pairs' transactions lies between the smallest and the largest of the pairs' quantiles at the
 // same level, whatever each pair's share of the transactions (a pair starved of CPU may have a
 // median above everyone's p99, so no bound across levels holds). That the merge weighs each
-// transaction once is runner's unit test; this proves it on sockperf's real logs.
+// transaction once is runner's unit test; this checks the bound on sockperf's real logs.
 func checkMergedPercentiles(ctx context.Context, t *testing.T, results, runID string) {
 	db, err := store.Open(ctx, results)
 	if err != nil {
