@@ -1,10 +1,15 @@
 package hostsnap
 
 import (
+	"context"
 	"os"
+	"os/exec"
+	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestDiffEqualIsEmpty(t *testing.T) {
@@ -221,6 +226,52 @@ func TestProcessMatching(t *testing.T) {
 	}
 	if got := (procInfo{comm: "pause"}).entry(); got != "process pause: [no cmdline]" {
 		t.Errorf("entry without cmdline = %q", got)
+	}
+}
+
+// TestSnapshotSkipsZombies leaves an exited child named like a cluster daemon unreaped: a
+// zombie holds nothing of a cluster, so the snapshot must not list it, while the same binary
+// alive is listed.
+func TestSnapshotSkipsZombies(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "kube-apiserver")
+	if err := os.Symlink("/bin/sleep", bin); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin, "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
+	// Entries name no pid: the live child is told apart by its command line, and no zombie
+	// kube-apiserver (without one) may be listed at all.
+	listed := func(entry string) bool {
+		var s Snapshot
+		if err := takeProcesses(context.Background(), &s); err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(s.Processes, entry)
+	}
+	// The kernel renames the child (comm) late in exec, after Start has returned.
+	deadline := time.Now().Add(10 * time.Second)
+	for !listed("process kube-apiserver: " + bin + " 30") {
+		if time.Now().After(deadline) {
+			t.Fatal("a live kube-apiserver is not listed")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	// Killed and not waited for: a zombie until cmd.Wait, which the deferred call does.
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	deadline = time.Now().Add(10 * time.Second)
+	for !zombie(cmd.Process.Pid) {
+		if time.Now().After(deadline) {
+			t.Fatal("the killed child never became a zombie")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if listed("process kube-apiserver: [no cmdline]") {
+		t.Error("a zombie kube-apiserver is listed")
 	}
 }
 

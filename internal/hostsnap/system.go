@@ -194,7 +194,7 @@ func takeProcesses(ctx context.Context, s *Snapshot) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if skip[pid] {
+		if skip[pid] || zombie(pid) {
 			continue
 		}
 		comm, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
@@ -325,19 +325,43 @@ func selfAndAncestors() map[int]bool {
 	return out
 }
 
+// zombie reports whether pid has exited and waits only for its parent to collect its status.
+// A zombie holds nothing of a cluster (its memory, mounts, namespaces and sockets are released
+// when it exits), and delete counts it as gone: a daemon orphaned by its cnibench process is
+// collected by PID 1, which on some hosts does so seconds later, so a snapshot right after a
+// delete would otherwise list it.
+func zombie(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	state, ok := parseStatField(string(stat), 0)
+	return ok && state == "Z"
+}
+
 // parseStatPPID extracts the parent PID from /proc/PID/stat. The comm field
 // may contain spaces and parentheses, so parsing starts after the last ")".
 func parseStatPPID(stat string) (int, bool) {
+	f, ok := parseStatField(stat, 1)
+	if !ok {
+		return 0, false
+	}
+	ppid, err := strconv.Atoi(f)
+	return ppid, err == nil
+}
+
+// parseStatField returns field n of /proc/PID/stat counted from the one after comm (0 is the
+// state, 1 the parent PID), parsing after the last ")" because comm may hold anything.
+func parseStatField(stat string, n int) (string, bool) {
 	i := strings.LastIndex(stat, ")")
 	if i < 0 {
-		return 0, false
+		return "", false
 	}
 	f := strings.Fields(stat[i+1:])
-	if len(f) < 2 {
-		return 0, false
+	if len(f) <= n {
+		return "", false
 	}
-	ppid, err := strconv.Atoi(f[1])
-	return ppid, err == nil
+	return f[n], true
 }
 
 // takeBPF records objects pinned under the BPF filesystem; pins outlive
