@@ -224,8 +224,10 @@ func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
 // tmpfs for the same reason (/var/run/calico); felix's BPF clean-up sees a private bpffs.
 // The start-up fails on a Node object that does not exist yet, so it waits for the kubelet to
 // register it (kubectl reads KUBECONFIG from the environment). It also fails when another
-// writer (the kubelet's status, the node controller) updates the Node between its read and its
-// write: where a DaemonSet would restart the container, the script runs it again, a few times.
+// writer updates the Node between its read and its write: the kubelet's status, and the pod
+// CIDR written the moment the Node appears (by create for calico-vxlan, by the
+// controller-manager for canal). Where a DaemonSet would restart the container, the script
+// runs it again, a few times.
 // Arguments: the cluster's state directory, the node's calico directory, calico-node, whether
 // to allocate a VXLAN tunnel address, kubectl, its cache directory, the node's name.
 const calicoNodeMounts = `set -e
