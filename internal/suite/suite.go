@@ -104,9 +104,14 @@ func (f Fraction) MarshalJSON() ([]byte, error) {
 	return []byte(`"` + strconv.FormatFloat(float64(f)*100, 'g', -1, 64) + `%"`), nil
 }
 
-// UnmarshalJSON reads "5%" or 0.05.
+// UnmarshalJSON reads "5%" or 0.05, and off (which YAML also reads as false) as none.
 func (f *Fraction) UnmarshalJSON(b []byte) error {
-	v, err := ParseFraction(strings.Trim(string(b), `"`))
+	s := strings.Trim(string(b), `"`)
+	if s == "off" || s == "false" {
+		*f = 0
+		return nil
+	}
+	v, err := ParseFraction(s)
 	if err != nil {
 		return err
 	}
@@ -262,6 +267,9 @@ func Load(path string) (Suite, error) {
 // Parse reads a suite from YAML.
 func Parse(data []byte) (Suite, error) {
 	var s Suite
+	if err := checkFields(data); err != nil {
+		return Suite{}, fmt.Errorf("suite: %w", err)
+	}
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
 		return Suite{}, fmt.Errorf("suite: %w", err)
 	}

@@ -236,3 +236,40 @@ repetitions: 2
 		t.Errorf("external on a local target: %v", err)
 	}
 }
+
+// A misspelt field is named by its line, its path in the suite and the nearest known name,
+// wherever it sits; a key far from every name gets no guess.
+func TestParseExplainsUnknownFields(t *testing.T) {
+	cases := map[string][]string{
+		"targets: [{local: {datapth: bridge}}]\n":                                             {"line 1", "targets[0].local.datapth", `unknown field "datapth"`, "did you mean datapath?"},
+		"paths: [cross-node]\nworkloads:\n  - {kind: tcp-rr}\n  - {kind: tcp-rr, szie: 64}\n": {"line 4", "workloads[1].szie", "did you mean size?"},
+		"repetitons: 3\n": {"line 1", "repetitons", "did you mean repetitions?"},
+		"targets:\n  - name: a\n    networkPolicy: {allwo: true}\n": {"line 3", "targets[0].networkPolicy.allwo", "did you mean allow?"},
+		"zzzzzzzz: 1\n": {"line 1", `unknown field "zzzzzzzz"`, "known here: budget"},
+	}
+	for in, wants := range cases {
+		_, err := Parse([]byte(in))
+		for _, want := range wants {
+			if err == nil || !strings.Contains(err.Error(), want) {
+				t.Errorf("%q: error %v, want it to contain %q", in, err, want)
+			}
+		}
+	}
+	if _, err := Parse([]byte("zzzzzzzz: 1\n")); err != nil && strings.Contains(err.Error(), "did you mean") {
+		t.Errorf("a key far from every name got a guess: %v", err)
+	}
+}
+
+// precision: off means no precision target in a file, as --precision off does on the command
+// line, whether YAML reads it as a string or (unquoted, YAML 1.1) as false.
+func TestParsePrecisionOff(t *testing.T) {
+	for _, in := range []string{"precision: off\n", "precision: \"off\"\n", "precision: false\n"} {
+		s, err := Parse([]byte(in))
+		if err != nil || s.Precision != 0 {
+			t.Errorf("%q: precision %v, %v", in, s.Precision, err)
+		}
+	}
+	if _, err := Parse([]byte("precision: sometimes\n")); err == nil || !strings.Contains(err.Error(), "expected a percentage") {
+		t.Errorf("precision: sometimes: %v", err)
+	}
+}

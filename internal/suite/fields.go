@@ -1,0 +1,129 @@
+package suite
+
+import (
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// checkFields reads a suite file's YAML as a tree and reports the first key that no field of
+// the suite's schema takes, with its line, its path (targets[0].local.datapth) and the nearest
+// known name, which the JSON decoder behind yaml.UnmarshalStrict cannot say. A document that
+// is not YAML is left to that decoder's own error.
+func checkFields(data []byte) error {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
+		return nil
+	}
+	return walkFields(doc.Content[0], reflect.TypeOf(Suite{}), "")
+}
+
+// unmarshalerType is the interface of types that read their own value (Duration, Fraction):
+// their YAML is a scalar, not fields.
+var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+
+func walkFields(n *yaml.Node, t reflect.Type, path string) error {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if reflect.PointerTo(t).Implements(unmarshalerType) {
+		return nil
+	}
+	switch {
+	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
+		for i, item := range n.Content {
+			if err := walkFields(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
+				return err
+			}
+		}
+	case t.Kind() == reflect.Struct && n.Kind == yaml.MappingNode:
+		fields := jsonFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			key, value := n.Content[i], n.Content[i+1]
+			at := key.Value
+			if path != "" {
+				at = path + "." + key.Value
+			}
+			ft, ok := fields[key.Value]
+			if !ok {
+				return unknownField(key, at, fields)
+			}
+			if err := walkFields(value, ft, at); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// jsonFields maps a struct's JSON names to their types, as encoding/json reads them.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		if !f.IsExported() || name == "-" {
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		out[name] = f.Type
+	}
+	return out
+}
+
+func unknownField(key *yaml.Node, at string, fields map[string]reflect.Type) error {
+	msg := fmt.Sprintf("line %d: %s: unknown field %q", key.Line, at, key.Value)
+	if near := nearest(key.Value, fields); near != "" {
+		msg += fmt.Sprintf(" (did you mean %s?)", near)
+	}
+	known := make([]string, 0, len(fields))
+	for name := range fields {
+		known = append(known, name)
+	}
+	slices.Sort(known)
+	return fmt.Errorf("%s; known here: %s", msg, strings.Join(known, ", "))
+}
+
+// nearest returns the known name closest to s by edit distance, ignoring case, when it is
+// close enough to be a typo (at most a third of the name's letters differ).
+func nearest(s string, fields map[string]reflect.Type) string {
+	best, bestD := "", len(s)/3+1
+	for name := range fields {
+		if d := editDistance(strings.ToLower(s), strings.ToLower(name)); d < bestD || d == bestD && best != "" && name < best {
+			best, bestD = name, d
+		}
+	}
+	return best
+}
+
+// editDistance is the optimal string alignment distance of two strings, by bytes: insertions,
+// deletions, substitutions and swaps of two neighbours (the commonest typo) cost one each.
+func editDistance(a, b string) int {
+	d := make([][]int, len(a)+1)
+	for i := range d {
+		d[i] = make([]int, len(b)+1)
+		d[i][0] = i
+	}
+	for j := range d[0] {
+		d[0][j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
+			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
+				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
+			}
+		}
+	}
+	return d[len(a)][len(b)]
+}
