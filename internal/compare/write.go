@@ -74,10 +74,21 @@ func (r Result) pColumn(cell string) string {
 func (r Result) summaryLine() string {
 	s := r.Summary
 	line := fmt.Sprintf("%d better, %d worse, %d no significant difference", s.Better, s.Worse, s.NoDifference)
+	if s.Untestable > 0 {
+		line += fmt.Sprintf(", %d untestable at their samples (more rounds could tell)", s.Untestable)
+	}
 	if s.NA > 0 {
 		line += fmt.Sprintf(", %d n/a", s.NA)
 	}
 	return line
+}
+
+// verdictText is a row's verdict as printed: an untestable one says at which sample sizes.
+func verdictText(r Row) string {
+	if r.Verdict == stats.VerdictUntestable {
+		return fmt.Sprintf("untestable at %dv%d", r.NA, r.NB)
+	}
+	return r.Verdict
 }
 
 func writeTable(w io.Writer, res Result) error {
@@ -91,7 +102,7 @@ func writeTable(w io.Writer, res Result) error {
 	fmt.Fprintf(tw, "WORKLOAD\tPATH\tMETRIC\tN A\tN B\tMEAN A\tMEAN B\tB/A\t%s CI\tP\t%sVERDICT\n", pct(res.Level()),
 		res.pColumn("P ADJ\t"))
 	for _, r := range res.Rows {
-		verdict := r.Verdict
+		verdict := verdictText(r)
 		if r.Note != "" {
 			verdict += " (" + r.Note + ")"
 		}
@@ -150,7 +161,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 		pct(res.Level()), res.pColumn("p adj | "))
 	fmt.Fprintf(w, "|---|---|---|--:|--:|--:|--:|--:|:-:|--:|%s---|\n", res.pColumn("--:|"))
 	for _, r := range res.Rows {
-		verdict := r.Verdict
+		verdict := verdictText(r)
 		switch r.Verdict {
 		case stats.VerdictBetter, stats.VerdictWorse:
 			verdict = "**" + verdict + "**"

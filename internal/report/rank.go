@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"slices"
 	"sort"
 	"strings"
 
@@ -20,10 +21,21 @@ type Ranked struct {
 	Mean        float64       `json:"mean"`
 	RatioToBest float64       `json:"ratioToBest"`
 	// Verdict compares the target with the best one: "best", "worse" (significantly),
-	// "not significant" (the data cannot tell them apart) or "untested" (too few samples).
-	Verdict string  `json:"verdict"`
-	PValue  float64 `json:"pValue,omitempty"`
+	// "not significant" (the data cannot tell them apart), "untestable" (at these sample
+	// sizes no data could have reached significance) or "untested" (too few samples).
+	Verdict string `json:"verdict"`
+	// PValue is the Mann-Whitney p-value, Holm-adjusted over the ranking's comparisons.
+	PValue float64 `json:"pValue,omitempty"`
+	// NA and NB are the samples of the reference and of this target behind the comparison.
+	NA int `json:"nReference,omitempty"`
+	NB int `json:"n,omitempty"`
 }
+
+// Verdicts of a ranked entry besides "best", "better" and "worse".
+const (
+	notSignificant = "not significant"
+	untestable     = "untestable"
+)
 
 // RankGroup ranks the targets of a run on one metric of one path and workload.
 type RankGroup struct {
@@ -95,7 +107,7 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 	if len(groups) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best, p from Mann-Whitney U):")
+	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best, p from Mann-Whitney U, Holm-adjusted over the line; 'untestable at 3v3' = no data could reach p < 0.05 at those samples):")
 	for _, g := range groups {
 		dir := direction(g.HigherIsBetter)
 		var parts []string
@@ -133,13 +145,32 @@ func rankEntries(metric string, byName map[string][]float64, higher bool, agains
 		}
 		return (a > b) == higher
 	})
-	if against == "" {
+	postHoc := against == ""
+	if postHoc {
 		against = entries[0].Target
 	}
+	compareWithReference(entries, byName, higher, against, refVerdict, postHoc)
+	return entries
+}
+
+// compareWithReference compares every entry with the reference, adjusting the p-values with
+// Holm's method over the family the question implies. Against a reference chosen beforehand
+// (a baseline) that is its k-1 comparisons. Against the best, picked after the fact
+// (postHoc), it is every pair of targets: the best is the extreme of the k, so its k-1
+// comparisons are not a family of their own, and identical targets got a "worse" with
+// probability 0.1 among three and 0.3 among six unadjusted, 0.066 among six with Holm over
+// the k-1 (TestRankingFalseVerdicts). An entry is untestable when even the most extreme data
+// could not reach alpha after adjustment at its sample sizes (3 against 3: p >= 0.1), which
+// says more than "not significant".
+func compareWithReference(entries []Ranked, byName map[string][]float64, higher bool, against, refVerdict string, postHoc bool) {
 	ref := byName[against]
 	refMean := stats.Summarize(ref).Mean
+	cmps := make([]stats.Comparison, len(entries))
+	raw := make([]float64, len(entries))
+	made := 0
 	for i := range entries {
 		e := &entries[i]
+		raw[i] = math.NaN()
 		if e.Target == against {
 			e.Verdict, e.RatioToBest = refVerdict, 1
 			continue
@@ -150,17 +181,61 @@ func rankEntries(metric string, byName map[string][]float64, higher bool, agains
 		}
 		e.Verdict = untested
 		cmp, err := stats.Compare(ref, byName[e.Target], higher, stats.CompareOptions{Seed: 1})
-		if err == nil {
-			e.PValue, e.Verdict = cmp.PValue, "not significant"
-			switch cmp.Verdict {
-			case stats.VerdictWorse:
-				e.Verdict = "worse"
-			case stats.VerdictBetter:
-				e.Verdict = "better"
-			}
+		if err != nil {
+			continue
+		}
+		cmps[i], raw[i] = cmp, cmp.PValue
+		made++
+	}
+	family := raw
+	if postHoc {
+		family = append(slices.Clone(raw), otherPairs(entries, byName, against, higher)...)
+		made = len(entries) * (len(entries) - 1) / 2
+	}
+	adjusted, err := stats.AdjustPValues(family, stats.AdjustHolm)
+	if err != nil {
+		return
+	}
+	for i := range entries {
+		e := &entries[i]
+		if math.IsNaN(raw[i]) {
+			continue
+		}
+		c := cmps[i]
+		e.PValue, e.NA, e.NB = adjusted[i], len(ref), len(byName[e.Target])
+		switch {
+		case c.MinP*float64(made) >= stats.DefaultAlpha:
+			e.Verdict = untestable
+		case adjusted[i] >= stats.DefaultAlpha || c.Verdict == stats.VerdictNone:
+			e.Verdict = notSignificant
+		case c.Verdict == stats.VerdictWorse:
+			e.Verdict = "worse"
+		case c.Verdict == stats.VerdictBetter:
+			e.Verdict = "better"
+		default:
+			e.Verdict = notSignificant
 		}
 	}
-	return entries
+}
+
+// otherPairs returns the p-values of the comparisons between entries that do not involve the
+// reference (NaN where one could not be made), to complete the family of all pairs.
+func otherPairs(entries []Ranked, byName map[string][]float64, against string, higher bool) []float64 {
+	var out []float64
+	for i := range entries {
+		for j := i + 1; j < len(entries); j++ {
+			a, b := entries[i].Target, entries[j].Target
+			if a == against || b == against {
+				continue
+			}
+			p := math.NaN()
+			if c, err := stats.Compare(byName[a], byName[b], higher, stats.CompareOptions{Seed: 1}); err == nil {
+				p = c.PValue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // entryText is one entry of a ranking or verdict line: mean, interval and how it compares.
@@ -168,8 +243,10 @@ func entryText(e Ranked) string {
 	part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(e.Summary))
 	switch e.Verdict {
 	case "best", "reference":
-	case "not significant":
+	case notSignificant:
 		part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
+	case untestable:
+		part += fmt.Sprintf(" x%.2f untestable at %dv%d", e.RatioToBest, e.NA, e.NB)
 	case untested:
 		part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
 	default:
