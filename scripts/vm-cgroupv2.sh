@@ -8,7 +8,10 @@
 # /dev/kvm here cannot boot a stock kernel, so QEMU runs in software
 # emulation (TCG): guest code runs several times slower than native.
 #
-# Usage: scripts/vm-cgroupv2.sh [GUEST_SCRIPT | smoke]
+# Usage: scripts/vm-cgroupv2.sh [GUEST_SCRIPT | smoke | prepare]
+#   prepare       install the host packages and build the VM assets, boot nothing (the test
+#                 script does this first, so that the VM can then run beside other tests
+#                 without mmdebstrap's mounts and apt's lock in the middle of them)
 #   GUEST_SCRIPT  host path of a shell script run in the guest as
 #                 /cnb-vm/guest.sh (default: test/vm/cluster.sh, the local
 #                 cluster's lifecycle and a short run; it needs bin/cnibench
@@ -425,7 +428,7 @@ report_result() {
 main() {
 	local start
 	[[ $(id -u) -eq 0 ]] || die "run as root"
-	(($# <= 1)) || die "usage: $0 [GUEST_SCRIPT | smoke]"
+	(($# <= 1)) || die "usage: $0 [GUEST_SCRIPT | smoke | prepare]"
 	[[ "$TIMEOUT" =~ ^[0-9]+$ && "$MEM" =~ ^[0-9]+$ && "$SMP" =~ ^[0-9]+$ ]] ||
 		die "CNB_VM_TIMEOUT, CNB_VM_MEM and CNB_VM_SMP must be integers"
 	start=$(date +%s)
@@ -435,6 +438,10 @@ main() {
 	log "vm-cgroupv2: repo $ROOT, cache $CACHE"
 	ensure_host_packages
 	ensure_assets
+	if [[ "${1:-}" == prepare ]]; then
+		log "prepared: host packages and VM assets ready"
+		exit 0
+	fi
 	local guest="${1:-$ROOT/test/vm/cluster.sh}"
 	log "step 3/4: guest share ($guest)"
 	prepare_share "$guest"

@@ -11,10 +11,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -25,31 +23,10 @@ func flannelHostPaths() []string {
 	return []string{"/run/flannel", "/var/lib/cni/flannel", "/etc/kube-flannel", "/etc/cni/net.d/10-flannel.conflist"}
 }
 
-// TestFlannelDatapaths creates a cluster with each flannel backend, proves that flanneld
-// really carries the pods (its leases, the backend's device or routes, pod addresses from the
-// subnets it published), runs the common workload, deletes, and compares the host with before.
-func TestFlannelDatapaths(t *testing.T) {
-	requireBuilt(t, binaries.Flannel)
-	for _, tc := range []struct{ datapath, backend, name string }{
-		{"flannel-vxlan", "vxlan", "cnbflvxlan"},
-		{"flannel-host-gw", "host-gw", "cnbflhostgw"},
-	} {
-		t.Run(tc.datapath, func(t *testing.T) { testFlannel(t, tc.datapath, tc.backend, tc.name) })
-	}
-}
-
-func testFlannel(t *testing.T, dp, backend, name string) {
-	before := snapshot(t)
-	pathsBefore := map[string]bool{}
-	for _, p := range flannelHostPaths() {
-		_, err := os.Lstat(p)
-		pathsBefore[p] = err == nil
-	}
-	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
-	defer cancel()
-	defer forceDelete(name)
-
-	createCluster(ctx, t, "--name", name, "--datapath", dp)
+// checkFlannel proves on a flannel cluster (TestDatapaths creates it) that flanneld really
+// carries the pods: its leases, the backend's device or routes, pod addresses from the subnets
+// it published, the common workload through them, and nothing of flannel in the root namespace.
+func checkFlannel(ctx context.Context, t *testing.T, backend, name string, host hostState) {
 	spec := readSpec(t, name)
 	w := newWorkload(ctx, t, name)
 	nodes, err := w.cs.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
@@ -98,7 +75,7 @@ func testFlannel(t *testing.T, dp, backend, name string) {
 			t.Errorf("root namespace links (%v):\n%s", err, out)
 		}
 		for _, p := range flannelHostPaths() {
-			if _, err := os.Lstat(p); err == nil && !pathsBefore[p] {
+			if _, err := os.Lstat(p); err == nil && !host.flannelPaths[p] {
 				t.Errorf("%s exists on the host", p)
 			}
 		}
@@ -170,13 +147,6 @@ func testFlannel(t *testing.T, dp, backend, name string) {
 		}
 	})
 
-	deleteCluster(ctx, t, name)
-	assertClean(t, before)
-	for _, p := range flannelHostPaths() {
-		if _, err := os.Lstat(p); err == nil && !pathsBefore[p] {
-			t.Errorf("%s exists after delete", p)
-		}
-	}
 }
 
 // checkFlanneldProcess checks that the node's flanneld (its pid file names it) is flanneld

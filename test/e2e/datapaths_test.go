@@ -1,0 +1,157 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/hostsnap"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// datapathFamilies are the datapaths measured side by side, in the order they are created. Each
+// family is alive at once (five clusters fit root's default 128 inotify instances, which
+// TestClusterLifecycle checks a cluster's share of); bridge, the baseline of both, stays from
+// the first family to the second.
+func datapathFamilies() [][]string {
+	return [][]string{
+		{"bridge", "flannel-vxlan", "flannel-host-gw", "cilium-vxlan", "cilium-native"},
+		{"bridge", "calico-vxlan", "canal", "cilium-kpr"},
+	}
+}
+
+// hostState is what the datapaths must not change on the host, read before any of their
+// clusters existed: the files their daemons would write when they own a host, the sysctls
+// cilium-agent sets, the socket programs on the host's cgroup2 root and the root namespace's
+// iptables rules.
+type hostState struct {
+	flannelPaths, ciliumPaths, calicoPaths map[string]bool
+	sysctls                                map[string]string
+	rootPrograms                           []ebpf.ProgramID
+	rootRules                              string
+}
+
+func readHostState(t *testing.T) hostState {
+	t.Helper()
+	rules, _ := runCmd(context.Background(), "iptables-nft-save")
+	return hostState{
+		flannelPaths: existing(flannelHostPaths()), ciliumPaths: ciliumHostPaths(), calicoPaths: calicoHostPaths(),
+		sysctls: readSysctls(t), rootPrograms: rootSocketPrograms(t), rootRules: rules,
+	}
+}
+
+// existing reports which of the paths exist now.
+func existing(paths []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range paths {
+		_, err := os.Lstat(p)
+		out[p] = err == nil
+	}
+	return out
+}
+
+// assertUnchanged fails for a datapath's host path that appeared or a sysctl that changed.
+func (h hostState) assertUnchanged(t *testing.T) {
+	t.Helper()
+	for _, paths := range []map[string]bool{h.flannelPaths, h.ciliumPaths, h.calicoPaths} {
+		for p, existed := range paths {
+			if _, err := os.Lstat(p); err == nil && !existed {
+				t.Errorf("%s exists on the host", p)
+			}
+		}
+	}
+	after := readSysctls(t)
+	for k, v := range h.sysctls {
+		if after[k] != v {
+			t.Errorf("sysctl %s changed: %q -> %q", k, v, after[k])
+		}
+	}
+}
+
+// checkDatapath runs a datapath's own checks on its cluster: that its daemons really carry the
+// pods (devices, routes, addresses, endpoints), the common workload, and NetworkPolicy where it
+// enforces. Bridge has none of its own: every other test runs on it.
+func checkDatapath(ctx context.Context, t *testing.T, dp, name string, host hostState) {
+	switch dp {
+	case "flannel-vxlan":
+		checkFlannel(ctx, t, "vxlan", name, host)
+	case "flannel-host-gw":
+		checkFlannel(ctx, t, "host-gw", name, host)
+	case "cilium-vxlan", "cilium-native", "cilium-kpr":
+		checkCilium(ctx, t, dp, name, host)
+	case "calico-vxlan", "canal":
+		checkCalico(ctx, t, dp, name, host)
+	}
+}
+
+// TestDatapaths creates one cluster per datapath, once: each datapath's own checks run on it,
+// then the family is measured side by side in one interleaved run (`run --datapaths`, which
+// uses the clusters that exist), and after the last delete the host must be as before, with
+// no datapath's host paths and no changed sysctl. Clusters a family no longer needs are
+// deleted before the next family's are created, each checked to leave nothing of its own.
+func TestDatapaths(t *testing.T) {
+	for _, c := range []string{binaries.Flannel, binaries.Cilium, binaries.Calico} {
+		requireBuilt(t, c)
+	}
+	before := snapshot(t)
+	host := readHostState(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Minute)
+	defer cancel()
+	alive := map[string]bool{}
+	defer func() {
+		for dp := range alive {
+			forceDelete(suite.ClusterNameFor(dp))
+		}
+	}()
+	families := datapathFamilies()
+	for i, family := range families {
+		for _, dp := range family {
+			if alive[dp] {
+				continue
+			}
+			name := suite.ClusterNameFor(dp)
+			alive[dp] = true
+			args := []string{"--name", name, "--datapath", dp}
+			if dp == "cilium-kpr" || dp == "cilium-vxlan" || dp == "cilium-native" {
+				args = append(args, "--wait", "6m")
+			}
+			createCluster(ctx, t, args...)
+			t.Run(dp, func(t *testing.T) { checkDatapath(ctx, t, dp, name, host) })
+		}
+		t.Run("interleaved "+strings.Join(family, ","), func(t *testing.T) { testInterleaved(ctx, t, family) })
+		var next []string
+		if i+1 < len(families) {
+			next = families[i+1]
+		}
+		for _, dp := range family {
+			if alive[dp] && !slices.Contains(next, dp) {
+				deleteDatapath(ctx, t, dp, before)
+				delete(alive, dp)
+			}
+		}
+	}
+	assertClean(t, before)
+	host.assertUnchanged(t)
+}
+
+// deleteDatapath deletes a family's cluster and checks that it left nothing of its own beside
+// the clusters still alive (before: the host before any of them existed).
+func deleteDatapath(ctx context.Context, t *testing.T, dp string, before hostsnap.Snapshot) {
+	t.Helper()
+	name := suite.ClusterNameFor(dp)
+	others := currentOthers(t, name)
+	deleteCluster(ctx, t, name)
+	assertCleanBeside(t, before, name, others)
+	if _, err := os.Stat(filepath.Join(cluster.DefaultLayout().Dir(name), "calico")); err == nil {
+		t.Errorf("%s: the cluster's calico directory survived delete", name)
+	}
+}
