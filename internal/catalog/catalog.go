@@ -184,10 +184,15 @@ func Lookup(name string) (Spec, bool) {
 // it, and a metric it does not know may be anything.
 func Bounds(name string) (lo, hi float64) {
 	switch name {
-	case Loss, NodeCPU, NodeSteal:
+	case Loss, NodeCPU, NodeSteal, HTTPErrors, SplitShare:
 		return 0, 100
 	case Fairness:
 		return 0, 1
+	case SplitError:
+		// Signed: a backend can get less than its weight. |error| is at most 100 points.
+		return -100, 100
+	case SplitAbsError:
+		return 0, 100
 	}
 	if _, ok := Lookup(name); ok {
 		return 0, math.Inf(1)

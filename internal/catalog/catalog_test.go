@@ -49,3 +49,15 @@ func TestDirectionsAndAggregations(t *testing.T) {
 		}
 	}
 }
+
+// Signed figures have a negative side, percentages stop at 100: an interval clipped to a
+// metric's bounds must never exclude a value the metric can take.
+func TestBoundsOfSignedAndPercentFigures(t *testing.T) {
+	for name, want := range map[string][2]float64{
+		catalog.SplitError: {-100, 100}, catalog.SplitAbsError: {0, 100}, catalog.HTTPErrors: {0, 100}, catalog.SplitShare: {0, 100}, catalog.Loss: {0, 100},
+	} {
+		if lo, hi := catalog.Bounds(name); lo != want[0] || hi != want[1] {
+			t.Errorf("%s: bounds [%v, %v], want [%v, %v]", name, lo, hi, want[0], want[1])
+		}
+	}
+}
