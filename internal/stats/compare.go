@@ -65,9 +65,11 @@ type Comparison struct {
 	MinP float64
 	// PValue is the two-sided Mann-Whitney U p-value, as
 	// scipy.stats.mannwhitneyu(b, a, alternative='two-sided') with SciPy's
-	// default method='auto': exact null distribution when the smaller group
+	// default method='auto' (exact null distribution when the smaller group
 	// has ≤ 8 values and no value is tied, otherwise the normal
-	// approximation with tie and continuity corrections.
+	// approximation with tie and continuity corrections), except that tied
+	// samples small enough to enumerate (at most 50000 splits) get the exact
+	// permutation distribution of their midranks.
 	PValue float64
 	// U is the Mann-Whitney statistic for B (SciPy's returned statistic
 	// for x = b): pairs with b > a plus half the ties. U/(nA·nB) is the
