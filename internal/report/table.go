@@ -156,10 +156,7 @@ func ciOf(s stats.Summary) string {
 }
 
 func intervalMark(method string) string {
-	switch method {
-	case stats.IntervalBootstrap:
-		return " b"
-	case stats.IntervalClipped:
+	if method == stats.IntervalClipped {
 		return " c"
 	}
 	return ""
@@ -175,18 +172,14 @@ func outliers(s stats.Summary) string {
 
 // IntervalLegend explains the marks of the intervals in rows, empty when none is marked.
 func IntervalLegend(rows []Row) string {
-	var boot, clipped, bi bool
+	var clipped, bi bool
 	for _, r := range rows {
-		boot = boot || r.Summary.Interval == stats.IntervalBootstrap
 		clipped = clipped || r.Summary.Interval == stats.IntervalClipped
 		bi = bi || r.Summary.Bimodal
 	}
 	var parts []string
-	if boot {
-		parts = append(parts, "b: percentile bootstrap of the mean (skewed sample, or a t-interval outside the metric's range)")
-	}
 	if clipped {
-		parts = append(parts, "c: t-interval clipped to the metric's range (too few samples for a bootstrap)")
+		parts = append(parts, "c: t-interval clipped to the metric's range (the true mean lies in it)")
 	}
 	if bi {
 		parts = append(parts, "bimodal: the samples form two separate groups; the mean describes neither")
