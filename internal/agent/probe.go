@@ -14,6 +14,10 @@ const (
 	ProbeOpen    = "open"    // the handshake completed: something listens and the path admits it
 	ProbeRefused = "refused" // a RST came back: the path delivers, nothing listens
 	ProbeTimeout = "timeout" // nothing came back: the SYN was dropped on the way, e.g. by a policy
+	// ProbeUnreachable: the host said no route leads there. Cilium's socket load balancer
+	// answers a ClusterIP without endpoints so: for a Service being programmed it is "not
+	// yet", as refused is for kube-proxy.
+	ProbeUnreachable = "unreachable"
 )
 
 // ProbeResult is what `cnibench agent probe` prints.
@@ -34,17 +38,28 @@ func Probe(ctx context.Context, address string, timeout time.Duration) (ProbeRes
 	if ctx.Err() != nil {
 		return ProbeResult{}, ctx.Err()
 	}
+	if outcome, ok := probeOutcome(err); ok {
+		return ProbeResult{Outcome: outcome}, nil
+	}
+	return ProbeResult{}, fmt.Errorf("probe %s: %w", address, err)
+}
+
+// probeOutcome names how a failed connection attempt ended, false for an error that says
+// nothing about the path.
+func probeOutcome(err error) (string, bool) {
 	var ne net.Error
 	switch {
 	// A RST in answer to the SYN is ECONNREFUSED; one that arrives as the handshake completes
 	// (a Service whose rules change under the connection, on a slow host) is ECONNRESET: either
 	// way the path delivered and nothing accepted.
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
-		return ProbeResult{Outcome: ProbeRefused}, nil
+		return ProbeRefused, true
+	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
+		return ProbeUnreachable, true
 	case errors.As(err, &ne) && ne.Timeout():
-		return ProbeResult{Outcome: ProbeTimeout}, nil
+		return ProbeTimeout, true
 	}
-	return ProbeResult{}, fmt.Errorf("probe %s: %w", address, err)
+	return "", false
 }
 
 // WatchOptions configure ProbeUntil.

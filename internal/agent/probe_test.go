@@ -2,7 +2,9 @@ package agent
 
 import (
 	"context"
+	"errors"
 	"net"
+	"os"
 	"strconv"
 	"strings"
 	"syscall"
@@ -123,5 +125,26 @@ func TestProbeUntilGivesUp(t *testing.T) {
 	}
 	if _, err := ProbeUntil(context.Background(), WatchOptions{Address: "x:1", Until: "closed", Interval: 1, Timeout: 1, MaxWait: 1}); err == nil {
 		t.Error("bad --until accepted")
+	}
+}
+
+// A ClusterIP that Cilium's socket load balancer cannot serve yet answers "no route to host":
+// that is an outcome of the path (not yet), not a failure of the probe, so the Service
+// readiness watch goes on until the endpoint answers.
+func TestProbeOutcomeOfUnreachable(t *testing.T) {
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, ProbeUnreachable},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, ProbeUnreachable},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, ProbeRefused},
+	} {
+		if got, ok := probeOutcome(c.err); !ok || got != c.want {
+			t.Errorf("%v: outcome %q (%v), want %q", c.err, got, ok, c.want)
+		}
+	}
+	if _, ok := probeOutcome(errors.New("permission denied")); ok {
+		t.Error("an error that says nothing of the path was taken for an outcome")
 	}
 }

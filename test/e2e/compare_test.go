@@ -48,6 +48,7 @@ warmup: 1s
 			Path, Workload, Metric string
 			Entries                []struct{ Target, Verdict string }
 		}
+		Rows []jsonRow
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, stdout)
@@ -63,6 +64,20 @@ warmup: 1s
 		key := map[string]string{"calico": "calico_dataplane", "canal": "calico_dataplane", "cilium": "cilium_kube_proxy_replacement"}[tg.Fingerprint["cni"]]
 		if key != "" && tg.Fingerprint[key] == "" {
 			t.Errorf("target %s: fingerprint lacks %s: %v", tg.Name, key, tg.Fingerprint)
+		}
+	}
+	// Every datapath's Service programming latency is measured: Cilium's socket load balancer
+	// answers a ClusterIP without endpoints with "no route to host", which is "not yet", as a
+	// refused connection is for kube-proxy.
+	serviceTimed := map[string]bool{}
+	for _, r := range doc.Rows {
+		if r.Metric == "service_ready_ms" && r.Mean >= 0 && r.N > 0 {
+			serviceTimed[r.Target] = true
+		}
+	}
+	for _, dp := range dps {
+		if !serviceTimed[dp] {
+			t.Errorf("no Service programming latency for %s:\n%s", dp, stderr)
 		}
 	}
 	ranked := false
