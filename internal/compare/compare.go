@@ -153,7 +153,10 @@ type Row struct {
 	// two-sided Mann-Whitney U p-value, U its statistic for B and Exact whether the p-value
 	// is exact. All are NaN (Exact false) when the comparison could not be computed.
 	Ratio, RatioLow, RatioHigh, PValue, U float64
-	Exact                                 bool
+	// MDE is the smallest relative difference this row could have called four times in five
+	// (stats.Comparison.MDE): NaN when not computed, +Inf when untestable.
+	MDE   float64
+	Exact bool
 	// PAdjusted is PValue adjusted (Result.Adjust) together with the other verdicts of its
 	// workload and path; NaN in a row without a verdict.
 	PAdjusted float64
@@ -384,7 +387,7 @@ func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.Compar
 		r.Note = strings.TrimPrefix(err.Error(), "stats: ")
 		return r
 	}
-	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact
+	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact, r.MDE = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact, c.MDE
 	if !known {
 		r.Note = "unknown metric: no direction of improvement"
 		return r

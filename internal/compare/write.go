@@ -83,10 +83,14 @@ func (r Result) summaryLine() string {
 	return line
 }
 
-// verdictText is a row's verdict as printed: an untestable one says at which sample sizes.
+// verdictText is a row's verdict as printed: an untestable one says at which sample sizes, a
+// row without a difference what it could have detected.
 func verdictText(r Row) string {
-	if r.Verdict == stats.VerdictUntestable {
+	switch {
+	case r.Verdict == stats.VerdictUntestable:
 		return fmt.Sprintf("untestable at %dv%d", r.NA, r.NB)
+	case r.Verdict == stats.VerdictNone && r.MDE > 0 && !math.IsInf(r.MDE, 0):
+		return fmt.Sprintf("%s (could detect >= %.2g %%)", r.Verdict, r.MDE*100)
 	}
 	return r.Verdict
 }
@@ -218,8 +222,11 @@ type jsonRow struct {
 	PAdjusted *float64 `json:"p_adjusted"`
 	U         *float64 `json:"u"`
 	Exact     bool     `json:"exact"`
-	Verdict   string   `json:"verdict"`
-	Note      string   `json:"note,omitempty"`
+	// MDE is the smallest relative difference the row could detect (0.04: 4 %), null when
+	// not computed or untestable.
+	MDE     *float64 `json:"min_detectable_effect"`
+	Verdict string   `json:"verdict"`
+	Note    string   `json:"note,omitempty"`
 }
 
 func writeJSON(w io.Writer, res Result) error {
@@ -234,7 +241,7 @@ func writeJSON(w io.Writer, res Result) error {
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
 			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact,
-			Verdict: r.Verdict, Note: r.Note})
+			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

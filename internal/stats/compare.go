@@ -59,6 +59,13 @@ type Comparison struct {
 	// Where a mean is 0 the log does not exist and the percentile bootstrap
 	// stands in.
 	Ratio, RatioLow, RatioHigh float64
+	// MDE is the minimum detectable effect: the smallest relative difference of
+	// the means (0.04: 4 %) this comparison would call four times in five at
+	// its noise and sample sizes, from the log-ratio interval's standard error
+	// and degrees of freedom, (t(1-Alpha/2) + t(0.8))·se, as exp(that) - 1. NaN
+	// where the interval could not be formed on the log scale; +Inf where the
+	// rank test cannot reach Alpha at these sample sizes.
+	MDE float64
 	// MinP is the smallest two-sided p-value the exact rank test can give at
 	// these sample sizes, whatever the values: 2/C(nA+nB, nA). At or above
 	// Alpha the comparison is untestable.
@@ -132,9 +139,16 @@ func Compare(a, b []float64, higherIsBetter bool, opts CompareOptions) (Comparis
 	}
 
 	c := Comparison{Ratio: meanB / meanA, MinP: MinAttainableP(len(a), len(b))}
-	var ok bool
-	if c.RatioLow, c.RatioHigh, ok = logRatioCI(a, b, opts.Alpha); !ok {
+	lr, ok := logRatio(a, b)
+	if ok {
+		c.RatioLow, c.RatioHigh = lr.interval(opts.Alpha)
+		c.MDE = lr.detectable(opts.Alpha)
+	} else {
 		c.RatioLow, c.RatioHigh = bootstrapRatioCI(a, b, opts)
+		c.MDE = math.NaN()
+	}
+	if c.MinP >= opts.Alpha {
+		c.MDE = math.Inf(1)
 	}
 
 	m := mannWhitneyU(b, a)
@@ -174,26 +188,60 @@ func MinAttainableP(na, nb int) float64 {
 	return math.Min(1, 2/c)
 }
 
-// logRatioCI is the (1-alpha) Welch interval of log(mean(b)) - log(mean(a)), with the
-// variance of each log mean from the delta method (s²/(n·mean²)) and Welch-Satterthwaite
-// degrees of freedom, mapped back to a ratio of means. ok is false where a mean is 0. Two
-// groups without spread give the point ratio.
-func logRatioCI(a, b []float64, alpha float64) (lo, hi float64, ok bool) {
+// logRatioEstimate is the log of a ratio of means with the standard error of its delta-method
+// estimate and Welch-Satterthwaite degrees of freedom.
+type logRatioEstimate struct {
+	ratio, se, df float64
+}
+
+// logRatio estimates log(mean(b)) - log(mean(a)): the variance of each log mean is s²/(n·mean²)
+// (delta method). ok is false where a mean is 0 and the log does not exist.
+func logRatio(a, b []float64) (logRatioEstimate, bool) {
 	ma, mb := stat.Mean(a, nil), stat.Mean(b, nil)
 	if ma <= 0 || mb <= 0 {
-		return 0, 0, false
+		return logRatioEstimate{}, false
 	}
 	na, nb := float64(len(a)), float64(len(b))
 	va := stat.Variance(a, nil) / (na * ma * ma)
 	vb := stat.Variance(b, nil) / (nb * mb * mb)
-	r := mb / ma
-	if va+vb == 0 {
-		return r, r, true
+	e := logRatioEstimate{ratio: mb / ma, se: math.Sqrt(va + vb)}
+	if va+vb > 0 {
+		e.df = (va + vb) * (va + vb) / (va*va/(na-1) + vb*vb/(nb-1))
 	}
-	df := (va + vb) * (va + vb) / (va*va/(na-1) + vb*vb/(nb-1))
-	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: df}.Quantile(1 - alpha/2)
-	half := t * math.Sqrt(va+vb)
-	return r * math.Exp(-half), r * math.Exp(half), true
+	return e, true
+}
+
+// interval is the (1-alpha) Welch interval of the log ratio mapped back to a ratio of means;
+// two groups without spread give the point ratio.
+func (e logRatioEstimate) interval(alpha float64) (lo, hi float64) {
+	if e.se == 0 {
+		return e.ratio, e.ratio
+	}
+	half := e.quantile(1-alpha/2) * e.se
+	return e.ratio * math.Exp(-half), e.ratio * math.Exp(half)
+}
+
+// detectable is the relative difference called with 80 % power at level alpha.
+func (e logRatioEstimate) detectable(alpha float64) float64 {
+	if e.se == 0 {
+		return 0
+	}
+	return math.Expm1((e.quantile(1-alpha/2) + e.quantile(0.8)) * e.se)
+}
+
+func (e logRatioEstimate) quantile(p float64) float64 {
+	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: e.df}.Quantile(p)
+}
+
+// logRatioCI is the (1-alpha) interval of mean(b)/mean(a) from logRatio; ok is false where a
+// mean is 0.
+func logRatioCI(a, b []float64, alpha float64) (lo, hi float64, ok bool) {
+	e, ok := logRatio(a, b)
+	if !ok {
+		return 0, 0, false
+	}
+	lo, hi = e.interval(alpha)
+	return lo, hi, true
 }
 
 // compareInput copies xs without NaNs and validates it for Compare.
