@@ -3,10 +3,12 @@ package report
 import (
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -147,6 +149,41 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 		}
 		fmt.Fprintf(w, "  %-22s %-12s %s [%s, %s]: %s\n", label, where, l.Metric, l.Unit, dir, strings.Join(parts, " | "))
 	}
+	if note := untestableNote(lines); note != "" {
+		fmt.Fprintln(w, note)
+	}
+}
+
+// untestableNote says what more rounds would buy when some comparison was untestable: the
+// fewest samples a side at which the rank test can reach p < 0.05 after adjustment over the
+// most comparisons of any line, empty when every comparison could be tested.
+func untestableNote(lines []VerdictLine) string {
+	most, family := 0, 1
+	for _, l := range lines {
+		n := 0
+		for _, e := range l.Entries {
+			if e.Verdict == untestable {
+				n++
+			}
+		}
+		if n > most {
+			// Against a reference chosen beforehand the family is its k-1 comparisons,
+			// against the best picked after the fact every pair (compareWithReference).
+			most, family = n, len(l.Entries)*(len(l.Entries)-1)/2
+			if slices.ContainsFunc(l.Entries, func(e Ranked) bool { return e.Verdict == "reference" }) {
+				family = len(l.Entries) - 1
+			}
+		}
+	}
+	if most == 0 {
+		return ""
+	}
+	need := 2
+	for float64(family)*stats.MinAttainableP(need, need) >= stats.DefaultAlpha {
+		need++
+	}
+	return fmt.Sprintf("untestable: at these samples no data could reach p < %g; %d samples a side can (--repetitions %d, or a --precision target)",
+		stats.DefaultAlpha, need, need)
 }
 
 // Brief prints what a run ends with: its header, the targets' environment and the verdict,

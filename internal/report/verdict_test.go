@@ -91,3 +91,20 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 		t.Errorf("brief output has %d lines, more than a screen:\n%s", n, out)
 	}
 }
+
+// A verdict whose comparisons could not reach significance at their samples says how many
+// samples a side could: 4 for one comparison (3 v 3 gives at best p = 0.1, 4 v 4 0.029), 5
+// for three targets ranked after the fact (three pairs: 3 x 0.029 is not below 0.05).
+func TestVerdictSaysWhatMoreRoundsBuy(t *testing.T) {
+	two := []VerdictLine{{Entries: []Ranked{{Target: "a", Verdict: "reference"}, {Target: "b", Verdict: untestable}}}}
+	if note := untestableNote(two); !strings.Contains(note, "4 samples a side") {
+		t.Errorf("two targets: %q", note)
+	}
+	three := []VerdictLine{{Entries: []Ranked{{Target: "a", Verdict: "best"}, {Target: "b", Verdict: untestable}, {Target: "c", Verdict: untestable}}}}
+	if note := untestableNote(three); !strings.Contains(note, "5 samples a side") {
+		t.Errorf("three targets: %q", note)
+	}
+	if note := untestableNote([]VerdictLine{{Entries: []Ranked{{Verdict: "best"}, {Verdict: notSignificant}}}}); note != "" {
+		t.Errorf("nothing untestable, yet: %q", note)
+	}
+}
