@@ -34,8 +34,12 @@ type Ranked struct {
 // Verdicts of a ranked entry besides "best", "better" and "worse".
 const (
 	notSignificant = "not significant"
-	untestable     = "untestable"
+	untestable     = Untestable
 )
+
+// Untestable is the verdict of an entry whose comparison no data could make significant at
+// its samples.
+const Untestable = "untestable"
 
 // RankGroup ranks the targets of a run on one metric of one path and workload.
 type RankGroup struct {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sort"
 	"time"
 
@@ -29,6 +30,35 @@ type Miss struct {
 	// RelCI is the CI half-width over the mean; NaN with fewer than two usable samples.
 	RelCI float64
 	N     int
+	// Untestable says the figure's comparison in the verdict cannot reach significance at
+	// its samples, however precise they are.
+	Untestable bool
+}
+
+// confirmRounds is how many consecutive checks a group must meet the precision target on
+// before it stops getting rounds: stopping the first time a lucky streak of samples looks
+// precise made the interval cover 0.90 at CV 10 % and half the time with a tenth of the
+// samples slow (TestStoppingRuleCoverage).
+const confirmRounds = 2
+
+// untestableMisses lists the cells whose comparison in the verdict is untestable at their
+// samples (3 rounds against 3 cannot reach p < 0.05): no cell stops below the n its
+// comparison needs. A line comparing one target's paths names the path in Path.
+func untestableMisses(samples []store.Sample) []Miss {
+	var out []Miss
+	for _, l := range report.Verdict(samples) {
+		if !slices.ContainsFunc(l.Entries, func(e report.Ranked) bool { return e.Verdict == report.Untestable }) {
+			continue
+		}
+		for _, e := range l.Entries {
+			m := Miss{Target: e.Target, Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, RelCI: e.Summary.RelCI, N: e.Summary.N, Untestable: true}
+			if l.Path == "" {
+				m.Target, m.Path = "", e.Target
+			}
+			out = append(out, m)
+		}
+	}
+	return out
 }
 
 // Precision checks the headline figure of every measured cell (the first of
@@ -98,10 +128,14 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	s := r.opts.Suite
 	target, budget := float64(s.Precision), s.Budget.Duration
 	round := s.Repetitions
+	held := map[group]int{} // consecutive checks each group met the target on
 	for {
 		misses, cells := Precision(res.Samples, target)
+		misses = append(misses, untestableMisses(res.Samples)...)
+		misses = unconfirmed(misses, res.Samples, held)
 		if len(misses) == 0 {
-			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds", cells, target*100, round)
+			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison testable",
+				cells, target*100, round, confirmRounds)
 			return nil
 		}
 		steps := extraRound(s, misses, round+1, r.seq)
@@ -111,7 +145,7 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 			return nil
 		}
 		round++
-		r.progress("precision: %d of %d headline figures above ±%.3g %%: round %d over %d samples", len(misses), cells, target*100, round, len(steps))
+		r.progress("precision: %d of %d headline figures above ±%.3g %% or not yet confirmed: round %d over %d samples", counted(misses), cells, target*100, round, len(steps))
 		// Reserved before the round, whose setup samples (pods per round) number after them.
 		r.seq += len(steps)
 		if err := r.loop(ctx, steps, byName, res); err != nil {
@@ -120,12 +154,54 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	}
 }
 
+// unconfirmed counts, for every measured group, the consecutive checks it met the target on,
+// and returns the misses plus a confirming miss for each group that met it on fewer than
+// confirmRounds checks in a row.
+func unconfirmed(misses []Miss, samples []store.Sample, held map[group]int) []Miss {
+	missed := map[group]bool{}
+	for _, m := range misses {
+		missed[group{m.Path, m.Workload, max(m.Pairs, 1)}] = true
+	}
+	seen := map[group]bool{}
+	for _, smp := range samples {
+		g := group{smp.Path, smp.Workload, max(smp.Cell().Pairs, 1)}
+		if smp.Warmup || smp.Path == SetupPath || seen[g] {
+			continue
+		}
+		seen[g] = true
+		if missed[g] {
+			held[g] = 0
+			continue
+		}
+		if held[g]++; held[g] < confirmRounds {
+			misses = append(misses, Miss{Path: g.Path, Workload: g.Workload, Pairs: g.Pairs, Metric: "(confirming)", RelCI: math.NaN()})
+		}
+	}
+	return misses
+}
+
+// counted is the number of misses that are not only awaiting confirmation.
+func counted(misses []Miss) int {
+	n := 0
+	for _, m := range misses {
+		if m.Metric != "(confirming)" {
+			n++
+		}
+	}
+	return n
+}
+
 // reportMisses says which figures the run could not make precise enough, and why it stopped.
 func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int, why string) {
-	r.progress("precision: %d of %d headline figures still above ±%.3g %% after %d rounds: %s", len(misses), cells, target*100, rounds, why)
+	r.progress("precision: %d of %d headline figures still above ±%.3g %% or untestable after %d rounds: %s", counted(misses), cells, target*100, rounds, why)
 	for _, m := range misses {
 		reached := "no interval"
-		if !math.IsNaN(m.RelCI) {
+		switch {
+		case m.Metric == "(confirming)":
+			continue
+		case m.Untestable:
+			reached = "its comparison untestable at these samples"
+		case !math.IsNaN(m.RelCI):
 			reached = fmt.Sprintf("±%.3g %%", m.RelCI*100)
 		}
 		label := store.Cell{Workload: m.Workload, Pairs: m.Pairs}.WorkloadLabel()

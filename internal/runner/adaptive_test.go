@@ -81,3 +81,41 @@ func TestExtraRound(t *testing.T) {
 		t.Errorf("label %q", label)
 	}
 }
+
+// No cell stops below the n its comparison needs: three precise samples a path are enough
+// for a ±5 % interval but not for the verdict's comparison with the baseline (3 against 3
+// cannot reach p < 0.05), four are; and a group that meets the target is confirmed on a second
+// check before it stops.
+func TestPrecisionWaitsForTestableAndConfirmed(t *testing.T) {
+	var samples []store.Sample
+	add := func(n int) {
+		for i := 0; i < n; i++ {
+			samples = append(samples,
+				sample("local", suite.HostNetwork, "tcp-stream/1", "throughput_gbps", 20+0.01*float64(i)),
+				sample("local", suite.CrossNode, "tcp-stream/1", "throughput_gbps", 15+0.01*float64(i)))
+		}
+	}
+	add(3)
+	if misses, _ := Precision(samples, 0.05); len(misses) != 0 {
+		t.Fatalf("precise figures missed: %+v", misses)
+	}
+	um := untestableMisses(samples)
+	if len(um) != 2 || !um[0].Untestable || um[0].Target != "" {
+		t.Fatalf("3 v 3: untestable misses %+v, want both paths of the comparison", um)
+	}
+	add(1)
+	if um := untestableMisses(samples); len(um) != 0 {
+		t.Fatalf("4 v 4: untestable misses %+v, want none", um)
+	}
+	held := map[group]int{}
+	if got := unconfirmed(nil, samples, held); counted(got) != 0 || len(got) != 2 {
+		t.Fatalf("first check: %+v, want two confirming rounds and no real miss", got)
+	}
+	if got := unconfirmed(nil, samples, held); len(got) != 0 {
+		t.Fatalf("second check: %+v, want none", got)
+	}
+	missed := []Miss{{Path: suite.CrossNode, Workload: "tcp-stream/1", Pairs: 1}}
+	if got := unconfirmed(missed, samples, held); len(got) != 1 || held[group{suite.CrossNode, "tcp-stream/1", 1}] != 0 {
+		t.Fatalf("a miss resets its group: %+v, held %v", got, held)
+	}
+}
