@@ -310,10 +310,16 @@ func (o otherClusters) explain(line, mine string) bool {
 			}
 		}
 	}
-	// Shared by all clusters: the host directories exist while any cluster does, and the count
-	// of namespace mounts sums over all of them (each namespace is also listed by name).
+	// Shared by all clusters: the host directories exist while any cluster does (the last
+	// delete removes those a cluster created), and the count of namespace mounts sums over all
+	// of them (each namespace is also listed by name).
 	for _, shared := range []string{"+ mount /run/netns ", "+ mount /var/lib/cni ", "- nsfs-mounts ", "+ nsfs-mounts "} {
 		if strings.HasPrefix(line, shared) {
+			return true
+		}
+	}
+	for _, dir := range []string{"/run/netns", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"} {
+		if line == "+ path "+dir {
 			return true
 		}
 	}
