@@ -9,9 +9,8 @@
 # emulation (TCG): guest code runs several times slower than native.
 #
 # Usage: scripts/vm-cgroupv2.sh [GUEST_SCRIPT | smoke | prepare]
-#   prepare       install the host packages and build the VM assets, boot nothing (the test
-#                 script does this first, so that the VM can then run beside other tests
-#                 without mmdebstrap's mounts and apt's lock in the middle of them)
+#   prepare       install the host packages and build the VM assets, boot nothing (to warm
+#                 a machine's cache; the assets take about a minute)
 #   GUEST_SCRIPT  host path of a shell script run in the guest as
 #                 /cnb-vm/guest.sh (default: test/vm/cluster.sh, the local
 #                 cluster's lifecycle and a short run; it needs bin/cnibench

@@ -22,7 +22,7 @@ step "kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.contro
 
 t=$(date +%s)
 step "cluster create"
-cnibench cluster create --name vm --nodes 2 --wait 40m
+cnibench cluster create --name vm --nodes 2 --wait 20m
 step "created in $(elapsed "$t") s"
 
 # The cluster's tree holds its daemons and the kubelets' pods, in the one hierarchy, with the
@@ -85,7 +85,7 @@ check_clean
 
 t=$(date +%s)
 step "cluster create with Kubernetes v1.34.2"
-cnibench cluster create --name vmold --nodes 2 --kubernetes-version v1.34.2 --wait 40m
+cnibench cluster create --name vmold --nodes 2 --kubernetes-version v1.34.2 --wait 20m
 step "created in $(elapsed "$t") s"
 k=/var/cache/cnibench/bin/kubernetes-v1.34.2/kubectl
 v=$($k --kubeconfig /var/lib/cnibench/clusters/vmold/kubeconfig get nodes -o jsonpath='{.items[*].status.nodeInfo.kubeletVersion}')
