@@ -1,6 +1,6 @@
 // Package compare compares two measured configurations, A (the baseline) and B: two runs, or
 // two targets of one run. For every (path, workload, metric) both sides measured it gives
-// the ratio of means B/A with a bootstrap confidence interval, the Mann-Whitney p-value and a
+// the ratio of means B/A with its confidence interval, the Mann-Whitney p-value and a
 // verdict from B's point of view (stats.Compare, its p-value adjusted for the other metrics of
 // the same workload and path), and renders the result as a terminal table, Markdown for a
 // review, or JSON.
@@ -23,8 +23,8 @@ import (
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// DefaultSeed is the bootstrap seed the compare command uses unless told otherwise, so that
-// the same comparison prints the same intervals every time.
+// DefaultSeed seeds the bootstrap that stands in for the log-scale interval where a mean is 0,
+// unless told otherwise, so that the same comparison prints the same intervals every time.
 const DefaultSeed = 1
 
 // VerdictNA is the verdict of a row that has no direction of improvement, or whose

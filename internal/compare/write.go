@@ -45,8 +45,9 @@ func (r Result) Level() float64 { return 1 - r.Alpha }
 
 // method describes how the figures were computed, in one sentence a reader can check.
 func (r Result) method() string {
-	return fmt.Sprintf("B/A is the ratio of means with its %s percentile-bootstrap interval (%d resamples, seed %d); "+
-		"p is the two-sided Mann-Whitney U test; a verdict needs %s and an interval excluding 1; "+
+	return fmt.Sprintf("B/A is the ratio of means with its %s Welch interval on the log scale (the percentile bootstrap, %d resamples, seed %d, "+
+		"where a mean is 0); p is the two-sided Mann-Whitney U test (exact permutation distribution for small tied samples); "+
+		"a verdict needs %s and an interval excluding 1, and is 'untestable' where no data could reach it at the samples; "+
 		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.verdictTest())
 }
 

@@ -344,7 +344,7 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{end}}</table></div>
 {{range .Runs}}{{if .Suite}}<details><summary>Suite of run {{.ID}} (YAML)</summary><pre>{{.Suite}}</pre></details>
 {{end}}{{end}}
-<p class="note">Bars show the <b>mean</b> over the measured samples (warm-up excluded); whiskers are the <b>95 % confidence interval of the mean</b> (Student's t; marked <b>b</b> where it is the percentile bootstrap, for a skewed sample or one whose t-interval leaves the metric's range, and <b>c</b> where it is the t-interval clipped to that range, for too few samples to bootstrap; none where n &lt; 2; a cell whose samples form two separate groups is marked <b>bimodal</b>); <b>n</b> is the number of samples. <b>×host</b> is the mean as a fraction of the host-network path of the same target, the node-to-node baseline. Colours stand for paths, the same in every chart. Outliers (Tukey fences) are counted in the tables, never dropped.</p>
+<p class="note">Bars show the <b>mean</b> over the measured samples (warm-up excluded); whiskers are the <b>95 % confidence interval of the mean</b> (Student's t; marked <b>c</b> where it is the t-interval clipped to the metric's range; none where n &lt; 2; a cell whose samples form two separate groups is marked <b>bimodal</b>); <b>n</b> is the number of samples. <b>×host</b> is the mean as a fraction of the host-network path of the same target, the node-to-node baseline. Colours stand for paths, the same in every chart. Outliers (Tukey fences) are counted in the tables, never dropped.</p>
 
 <h2 id="environment">Environment</h2>
 {{if .Env}}<div class="scroll"><table>

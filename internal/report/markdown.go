@@ -313,7 +313,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 		fmt.Fprintf(bw, "<details><summary>Suite of run %s</summary>\n\n%syaml\n%s\n%s\n\n</details>\n\n",
 			mdEscape(d.Run.ID), fence, strings.TrimRight(d.Run.Suite, "\n"), fence)
 	}
-	fmt.Fprint(bw, "Figures are means over the measured samples (warm-up excluded); the 95 % CI is the t-interval of the mean, marked b where it is the percentile bootstrap (a skewed sample, or a t-interval outside the metric's range) and c where it is the t-interval clipped to that range (too few samples to bootstrap); bimodal marks a cell whose samples form two separate groups; ×host is the mean as a fraction of the host-network path of the same target; ↑ higher is better, ↓ lower is better.\n\n")
+	fmt.Fprint(bw, "Figures are means over the measured samples (warm-up excluded); the 95 % CI is the t-interval of the mean, marked c where it is clipped to the metric's range; bimodal marks a cell whose samples form two separate groups; ×host is the mean as a fraction of the host-network path of the same target; ↑ higher is better, ↓ lower is better.\n\n")
 
 	fmt.Fprint(bw, "## Environment\n\n")
 	head := []string{"Key"}

@@ -53,7 +53,7 @@ type RankGroup struct {
 }
 
 // Rank orders the targets of a run, best first, on every headline metric with a known
-// direction, and tests each against the best (Mann-Whitney U with a bootstrap ratio interval,
+// direction, and tests each against the best (Mann-Whitney U with a log-scale ratio interval,
 // stats.Compare). It returns nothing for a run with one target.
 func Rank(samples []store.Sample) []RankGroup {
 	type cell struct {

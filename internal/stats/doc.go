@@ -2,16 +2,17 @@
 // cnibench reports: a per-configuration Summary (n, mean, median, standard
 // deviation, Student-t confidence interval of the mean, 20 % trimmed mean and
 // Tukey-flagged outliers), a distribution-free confidence interval of the
-// median, and a two-group Comparison (ratio of means with a bootstrap
-// interval, Mann-Whitney U p-value and a better/worse verdict).
+// median, and a two-group Comparison (ratio of means with a Welch interval on
+// the log scale, Mann-Whitney U p-value, the smallest p it could reach and
+// the smallest difference it could detect, and a better/worse verdict).
 //
 // The package is written for what cnibench actually collects: small samples
 // (n = 3..30) on a machine whose results can swing by a factor of two. That
 // is why every summary carries an interval rather than a bare mean, why
 // outliers are flagged but never dropped (a 2x run is data about the
 // machine, not a typo), why a robust trimmed mean sits beside the mean, and
-// why comparisons rely on a rank test plus a bootstrap rather than on
-// normal-theory t tests.
+// why comparisons rely on a rank test plus an interval on the log scale, and
+// say "untestable" where the rank test cannot reach significance at their n.
 //
 // Reference values in the tests come from SciPy/NumPy; every deliberate
 // departure from SciPy's defaults is documented on the function concerned.
