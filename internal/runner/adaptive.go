@@ -47,10 +47,14 @@ const confirmRounds = 2
 func untestableMisses(samples []store.Sample) []Miss {
 	var out []Miss
 	for _, l := range report.Verdict(samples) {
-		if !slices.ContainsFunc(l.Entries, func(e report.Ranked) bool { return e.Verdict == report.Untestable }) {
+		// Setup figures come with the rounds of the measured cells; no round adds them alone.
+		if l.Path == SetupPath || !slices.ContainsFunc(l.Entries, func(e report.Ranked) bool { return e.Verdict == report.Untestable }) {
 			continue
 		}
 		for _, e := range l.Entries {
+			if l.Path == "" && e.Target == SetupPath {
+				continue
+			}
 			m := Miss{Target: e.Target, Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, RelCI: e.Summary.RelCI, N: e.Summary.N, Untestable: true}
 			if l.Path == "" {
 				m.Target, m.Path = "", e.Target
@@ -139,6 +143,10 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 			return nil
 		}
 		steps := extraRound(s, misses, round+1, r.seq)
+		if len(steps) == 0 {
+			r.reportMisses(misses, cells, target, round, "no measured cell of theirs can take another round")
+			return nil
+		}
 		left := budget - time.Since(r.began)
 		if est := Estimate(steps); est > left {
 			r.reportMisses(misses, cells, target, round, fmt.Sprintf("the next round (%s) would overrun the %s budget", est.Round(time.Second), budget))

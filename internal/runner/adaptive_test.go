@@ -119,3 +119,17 @@ func TestPrecisionWaitsForTestableAndConfirmed(t *testing.T) {
 		t.Fatalf("a miss resets its group: %+v, held %v", got, held)
 	}
 }
+
+// Setup figures of two targets (pods per round: one a round) are untestable at three rounds
+// too, but no round adds them alone: they must not become misses that no step can serve.
+func TestUntestableSetupFiguresAreNotMisses(t *testing.T) {
+	var samples []store.Sample
+	for i := 0; i < 3; i++ {
+		for _, tg := range []string{"a", "b"} {
+			samples = append(samples, sample(tg, SetupPath, "pod-startup", "pod_ready_p50_ms", 300+float64(i)+map[string]float64{"a": 0, "b": 50}[tg]))
+		}
+	}
+	if um := untestableMisses(samples); len(um) != 0 {
+		t.Errorf("setup figures became misses: %+v", um)
+	}
+}
