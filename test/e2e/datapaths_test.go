@@ -121,7 +121,7 @@ func TestDatapaths(t *testing.T) {
 			name := suite.ClusterNameFor(dp)
 			alive[dp] = true
 			args := []string{"--name", name, "--datapath", dp}
-			if dp == "cilium-kpr" || dp == "cilium-vxlan" || dp == "cilium-native" {
+			if strings.HasPrefix(dp, "cilium-") { // the agents take longer to become ready
 				args = append(args, "--wait", "6m")
 			}
 			createCluster(ctx, t, args...)
