@@ -33,6 +33,9 @@ type Miss struct {
 	// Untestable says the figure's comparison in the verdict cannot reach significance at
 	// its samples, however precise they are.
 	Untestable bool
+	// Confirming marks a group that met the target on fewer than confirmRounds checks in a
+	// row: not a miss to report, a round to make.
+	Confirming bool
 }
 
 // confirmRounds is how many consecutive checks a group must meet the precision target on
@@ -182,7 +185,7 @@ func unconfirmed(misses []Miss, samples []store.Sample, held map[group]int) []Mi
 			continue
 		}
 		if held[g]++; held[g] < confirmRounds {
-			misses = append(misses, Miss{Path: g.Path, Workload: g.Workload, Pairs: g.Pairs, Metric: "(confirming)", RelCI: math.NaN()})
+			misses = append(misses, Miss{Path: g.Path, Workload: g.Workload, Pairs: g.Pairs, RelCI: math.NaN(), Confirming: true})
 		}
 	}
 	return misses
@@ -192,7 +195,7 @@ func unconfirmed(misses []Miss, samples []store.Sample, held map[group]int) []Mi
 func counted(misses []Miss) int {
 	n := 0
 	for _, m := range misses {
-		if m.Metric != "(confirming)" {
+		if !m.Confirming {
 			n++
 		}
 	}
@@ -205,7 +208,7 @@ func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int,
 	for _, m := range misses {
 		reached := "no interval"
 		switch {
-		case m.Metric == "(confirming)":
+		case m.Confirming:
 			continue
 		case m.Untestable:
 			reached = "its comparison untestable at these samples"
