@@ -4,8 +4,10 @@
 # two-node bridge cluster with the default Kubernetes release, checks that the cluster's
 # daemons and pods live in its cgroup2 tree, measures a short run (tcp-stream and tcp-rr,
 # same-node and cross-node), deletes the cluster and checks that nothing of it is left:
-# cgroups, namespaces, links, mounts, processes, nft tables. Then the same create, release
-# check and delete with the oldest selectable release. Any failure exits non-zero.
+# cgroups, namespaces, links, mounts, processes, nft tables. Any failure exits non-zero.
+# (The oldest selectable release, v1.34.2, is created beside the default one on the host by
+# TestClusterLifecycle, not here: on a machine whose guest created a cluster in 720 s, the
+# second create and delete made the VM test 40 minutes and the CI run longer than it may be.)
 # Guest code runs several times slower than native (software emulation): --wait is generous.
 set -eu
 
@@ -83,15 +85,4 @@ check_clean() {
 }
 check_clean
 
-t=$(date +%s)
-step "cluster create with Kubernetes v1.34.2"
-cnibench cluster create --name vmold --nodes 2 --kubernetes-version v1.34.2 --wait 20m
-step "created in $(elapsed "$t") s"
-k=/var/cache/cnibench/bin/kubernetes-v1.34.2/kubectl
-v=$($k --kubeconfig /var/lib/cnibench/clusters/vmold/kubeconfig get nodes -o jsonpath='{.items[*].status.nodeInfo.kubeletVersion}')
-[ "$v" = "v1.34.2 v1.34.2" ] || fail "kubelets of the v1.34.2 cluster report: $v"
-t=$(date +%s)
-cnibench cluster delete --name vmold
-step "deleted in $(elapsed "$t") s"
-check_clean
-step "PASS: create, run and delete on a pure cgroup v2 host (Kubernetes v1.37.2 and v1.34.2), nothing left"
+step "PASS: create, run and delete on a pure cgroup v2 host (Kubernetes v1.37.2), nothing left"
