@@ -180,12 +180,7 @@ func MinAttainableP(na, nb int) float64 {
 	if na < 1 || nb < 1 {
 		return 1
 	}
-	// C(n, k) by the multiplicative formula in floats: exact enough far past any run's n.
-	c := 1.0
-	for i := 1; i <= min(na, nb); i++ {
-		c = c * float64(na+nb-min(na, nb)+i) / float64(i)
-	}
-	return math.Min(1, 2/c)
+	return math.Min(1, 2/binomial(na+nb, na))
 }
 
 // logRatioEstimate is the log of a ratio of means with the standard error of its delta-method
@@ -231,17 +226,6 @@ func (e logRatioEstimate) detectable(alpha float64) float64 {
 
 func (e logRatioEstimate) quantile(p float64) float64 {
 	return distuv.StudentsT{Mu: 0, Sigma: 1, Nu: e.df}.Quantile(p)
-}
-
-// logRatioCI is the (1-alpha) interval of mean(b)/mean(a) from logRatio; ok is false where a
-// mean is 0.
-func logRatioCI(a, b []float64, alpha float64) (lo, hi float64, ok bool) {
-	e, ok := logRatio(a, b)
-	if !ok {
-		return 0, 0, false
-	}
-	lo, hi = e.interval(alpha)
-	return lo, hi, true
 }
 
 // compareInput copies xs without NaNs and validates it for Compare.

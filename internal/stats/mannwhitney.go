@@ -20,7 +20,8 @@ const exactMaxN = 8
 // distribution is enumerated for when values tie (C(16, 8) = 12870; C(18, 9) = 48620).
 const exactTiesMax = 50000
 
-// binomial returns C(n, k) as a float, enough to compare with exactTiesMax.
+// binomial returns C(n, k) as a float: exact enough for exactTiesMax and for the attainable p
+// at any run's sample sizes.
 func binomial(n, k int) float64 {
 	k = min(k, n-k)
 	c := 1.0
