@@ -5,7 +5,6 @@ package e2e
 import (
 	"context"
 	"net"
-	"os"
 	"os/exec"
 	"strings"
 	"testing"
@@ -18,13 +17,8 @@ import (
 // calicoHostPaths are where calico-node and the calico CNI plugin put their files when they own
 // a host; run per node namespace, they must create none of them.
 func calicoHostPaths() map[string]bool {
-	out := map[string]bool{}
-	for _, p := range []string{"/var/lib/calico", "/var/run/calico", "/var/log/calico", "/etc/cni/net.d/10-calico.conflist",
-		"/etc/cni/net.d/calico-kubeconfig", "/opt/cni/bin/calico", "/sys/fs/bpf/calico", "/sys/fs/bpf/tc"} {
-		_, err := os.Lstat(p)
-		out[p] = err == nil
-	}
-	return out
+	return existing([]string{"/var/lib/calico", "/var/run/calico", "/var/log/calico", "/etc/cni/net.d/10-calico.conflist",
+		"/etc/cni/net.d/calico-kubeconfig", "/opt/cni/bin/calico", "/sys/fs/bpf/calico", "/sys/fs/bpf/tc"})
 }
 
 // checkCalico proves on a Calico cluster (TestDatapaths creates it) that felix and the mode's

@@ -129,12 +129,7 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 
 // ciliumHostPaths are where cilium-agent puts its files when it owns a host; none may appear.
 func ciliumHostPaths() map[string]bool {
-	out := map[string]bool{}
-	for _, p := range []string{"/run/cilium", "/var/lib/cilium", "/etc/cni/net.d/05-cilium.conflist", "/opt/cni/bin/cilium-cni", "/sys/fs/bpf/tc", "/sys/fs/bpf/cilium"} {
-		_, err := os.Lstat(p)
-		out[p] = err == nil
-	}
-	return out
+	return existing([]string{"/run/cilium", "/var/lib/cilium", "/etc/cni/net.d/05-cilium.conflist", "/opt/cni/bin/cilium-cni", "/sys/fs/bpf/tc", "/sys/fs/bpf/cilium"})
 }
 
 // networkPolicy starts a second iperf3 server on node2, checks that client1 (node1) reaches
