@@ -17,14 +17,15 @@ func newCompareCommand() *cobra.Command {
 		location  string
 		failOn    string
 		tolerance string
+		pairing   string
 	)
 	cmd := &cobra.Command{
 		Use:   "compare A B",
 		Short: "Compare two runs or two targets: ratio B/A with a 95 % interval, p-value and verdict per metric",
 		Long: `Compares configuration B against baseline A for every path, workload and metric both measured
 (warm-up and failed samples left out): n and mean of each side, the ratio of means B/A with its
-95 % bootstrap confidence interval, the two-sided Mann-Whitney p-value, and a verdict from B's
-point of view: "better", "worse" or "no significant difference", using each metric's direction
+95 % confidence interval (Welch's on the log scale), the two-sided Mann-Whitney p-value, and a
+verdict from B's point of view: "better", "worse" or "no significant difference", using each metric's direction
 (throughput higher, latency and CPU cost lower); "n/a" where the direction is unknown.
 
 A verdict needs the interval to exclude 1 and the p-value, adjusted for the other metrics of the
@@ -39,6 +40,12 @@ A and B are each a run (id or unique prefix) or a target of a run written RUN/TA
 two datapaths measured in one run:
 
   cnibench compare 20261121-101500-ab12/bridge 20261121-101500-ab12/cilium-vxlan -o md
+
+Two targets of one run were measured in the same rounds, each round a moment of the machine
+both saw: where every round measured both, a row is compared round by round ("paired": the
+geometric mean of the per-round ratios, with the paired t's interval and p), which removes the
+machine's swings between rounds from the comparison. --pairing off compares them as independent
+samples, as two runs always are.
 
 The bootstrap is seeded (--seed), so the same comparison prints the same figures every time.
 
@@ -60,6 +67,14 @@ significantly worse than A's (the verdict "worse") by more than --tolerance:
 			}
 			if !validFormat(output, compare.Formats()...) && output != "markdown" {
 				return fmt.Errorf("-o %q: expected one of %s", output, strings.Join(compare.Formats(), ", "))
+			}
+			switch pairing {
+			case "auto":
+				o.Pairing = stats.PairAuto
+			case "off":
+				o.Pairing = stats.PairOff
+			default:
+				return fmt.Errorf("--pairing %q: expected auto or off", pairing)
 			}
 			if !validFormat(failOn, compare.FailOnValues()...) {
 				return fmt.Errorf("--fail-on %q: expected one of %s", failOn, strings.Join(compare.FailOnValues(), ", "))
@@ -92,6 +107,8 @@ significantly worse than A's (the verdict "worse") by more than --tolerance:
 	f.Int64Var(&o.Seed, "seed", compare.DefaultSeed, "bootstrap seed (stored in the output)")
 	f.StringVar(&o.Adjust, "p-adjust", compare.DefaultAdjust, "multiple-comparison adjustment of the verdicts' p-values: "+
 		strings.Join(stats.AdjustMethods(), ", "))
+	f.StringVar(&pairing, "pairing", "auto", "auto: two targets of one run are compared round by round where every round measured both "+
+		"(paired t on the per-round log ratios); off: always as independent samples (Welch interval, Mann-Whitney U)")
 	f.StringVar(&failOn, "fail-on", "never", "exit non-zero when B is: never, or worse (a headline metric significantly worse by more than --tolerance)")
 	f.StringVar(&tolerance, "tolerance", "0%", "with --fail-on worse: the accepted worsening of a headline metric's mean, e.g. 5%")
 	storeFlags(cmd, &location, false)

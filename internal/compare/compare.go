@@ -70,6 +70,9 @@ type Options struct {
 	// Adjust is how the p-values are adjusted for giving all the verdicts at once
 	// (stats.AdjustBH, AdjustHolm or AdjustNone); empty means DefaultAdjust.
 	Adjust string
+	// Pairing is stats.PairAuto (the zero value: two targets of one run are compared round
+	// by round where every round measured both) or stats.PairOff (always unpaired).
+	Pairing stats.Pairing
 }
 
 // DefaultAdjust is the multiple-comparison adjustment unless told otherwise. One workload on
@@ -151,8 +154,12 @@ type Row struct {
 	MeanA, MeanB             float64
 	// Ratio is MeanB/MeanA with its interval [RatioLow, RatioHigh] (stats.Compare); PValue is the
 	// two-sided Mann-Whitney U p-value, U its statistic for B and Exact whether the p-value
-	// is exact. All are NaN (Exact false) when the comparison could not be computed.
+	// is exact. All are NaN (Exact false) when the comparison could not be computed. Where
+	// Paired, the two sides were measured in the same rounds and compared round by round
+	// (stats.CompareBlocked): Ratio is the geometric mean of the per-round ratios, the
+	// interval and PValue the paired t's, and U NaN.
 	Ratio, RatioLow, RatioHigh, PValue, U float64
+	Paired                                bool
 	// MDE is the smallest relative difference this row could have called four times in five
 	// (stats.Comparison.MDE): NaN when not computed, +Inf when untestable.
 	MDE   float64
@@ -208,7 +215,7 @@ func Compare(ctx context.Context, src export.Source, o Options) (Result, error) 
 		if !ok || (len(o.Metrics) > 0 && !slices.Contains(o.Metrics, k.metric)) {
 			continue
 		}
-		res.Rows = append(res.Rows, compareRow(k, xa, xb, va.failed[k.cell], vb.failed[k.cell], opts))
+		res.Rows = append(res.Rows, compareRow(k, xa, xb, va.failed[k.cell], vb.failed[k.cell], o.Pairing, opts))
 	}
 	sortRows(res.Rows)
 	if err := adjust(res.Rows, res.Adjust, res.Alpha); err != nil {
@@ -281,16 +288,17 @@ type key struct {
 	metric string
 }
 
-// side holds one side's values by key and its failed samples by cell.
+// side holds one side's values by key, each with its block (run and round), and its failed
+// samples by cell.
 type side struct {
-	values map[key][]float64
+	values map[key][]stats.Obs
 	failed map[Cell]int
 }
 
 // collect groups a side's measured, successful values, in Seq order, the way
 // report.Summarize does, so the means here are those `results show` prints.
 func collect(samples []store.Sample) side {
-	s := side{values: map[key][]float64{}, failed: map[Cell]int{}}
+	s := side{values: map[key][]stats.Obs{}, failed: map[Cell]int{}}
 	for _, x := range samples {
 		c := Cell{Path: x.Path, Workload: x.Workload, Pairs: x.Cell().Pairs}
 		switch {
@@ -300,7 +308,8 @@ func collect(samples []store.Sample) side {
 		default:
 			for _, m := range []map[string]float64{x.Metrics, x.Resources} {
 				for name, v := range m {
-					s.values[key{c, name}] = append(s.values[key{c, name}], v)
+					o := stats.Obs{Block: fmt.Sprintf("%s/%d", x.RunID, x.Round), Value: v}
+					s.values[key{c, name}] = append(s.values[key{c, name}], o)
 				}
 			}
 		}
@@ -357,8 +366,9 @@ func unmatched(x, y side) []Cell {
 }
 
 // compareRow compares one metric of one cell.
-func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.CompareOptions) Row {
+func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.Pairing, opts stats.CompareOptions) Row {
 	nan := math.NaN()
+	xa, xb := stats.Values(oa), stats.Values(ob)
 	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
 		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
 		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, Verdict: VerdictNA}
@@ -382,12 +392,13 @@ func compareRow(k key, xa, xb []float64, failedA, failedB int, opts stats.Compar
 	}
 	// The direction only turns the outcome into a verdict, so a metric of unknown direction
 	// still gets its ratio, interval and p-value.
-	c, err := stats.Compare(xa, xb, !known || spec.HigherIsBetter, opts)
+	c, err := stats.CompareBlocked(oa, ob, !known || spec.HigherIsBetter, pairing, opts)
 	if err != nil {
 		r.Note = strings.TrimPrefix(err.Error(), "stats: ")
 		return r
 	}
 	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact, r.MDE = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact, c.MDE
+	r.Paired = c.Paired
 	if !known {
 		r.Note = "unknown metric: no direction of improvement"
 		return r
@@ -473,6 +484,11 @@ func diff(a, b map[string]string) []Difference {
 func sortRows(rows []Row) {
 	sort.Slice(rows, func(i, j int) bool {
 		a, b := rows[i], rows[j]
+		// The measured workloads come first; the setup figures (pod startup, Service
+		// programming...), measured once per target and round, after them.
+		if sa, sb := a.Path == setupPath, b.Path == setupPath; sa != sb {
+			return sb
+		}
 		if a.Workload != b.Workload {
 			return a.Workload < b.Workload
 		}
@@ -488,6 +504,9 @@ func sortRows(rows []Row) {
 		return a.Metric < b.Metric
 	})
 }
+
+// setupPath is the path under which a run stores its setup figures.
+const setupPath = "setup"
 
 // pathRank is a path's position in suite order; unknown paths sort last, by name.
 func pathRank(p string) int {

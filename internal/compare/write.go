@@ -47,6 +47,8 @@ func (r Result) Level() float64 { return 1 - r.Alpha }
 func (r Result) method() string {
 	return fmt.Sprintf("B/A is the ratio of means with its %s Welch interval on the log scale (the percentile bootstrap, %d resamples, seed %d, "+
 		"where a mean is 0); p is the two-sided Mann-Whitney U test (exact permutation distribution for small tied samples); "+
+		"where both sides were measured in the same rounds of one run (rows marked 'paired'), B/A is the geometric mean of the "+
+		"per-round ratios, and its interval and p the paired t on the per-round log ratios; "+
 		"a verdict needs %s and an interval excluding 1, and is 'untestable' where no data could reach it at the samples; "+
 		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.verdictTest())
 }
@@ -96,6 +98,14 @@ func verdictText(r Row) string {
 	return r.Verdict
 }
 
+// rowP is a row's p-value as printed, marked where the row was compared round by round.
+func rowP(r Row) string {
+	if r.Paired {
+		return pvalue(r.PValue) + " paired"
+	}
+	return pvalue(r.PValue)
+}
+
 func writeTable(w io.Writer, res Result) error {
 	fmt.Fprintf(w, "A  %s  (run started %s, %s)\n", res.A.Label(), res.A.Started.UTC().Format("2006-01-02 15:04:05Z"), res.A.Status)
 	fmt.Fprintf(w, "B  %s  (run started %s, %s)\n", res.B.Label(), res.B.Started.UTC().Format("2006-01-02 15:04:05Z"), res.B.Status)
@@ -113,7 +123,7 @@ func writeTable(w io.Writer, res Result) error {
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.label(), r.Path, metricLabel(r),
 			count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB), ratio(r.Ratio),
-			interval(r.RatioLow, r.RatioHigh, ", "), pvalue(r.PValue), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
+			interval(r.RatioLow, r.RatioHigh, ", "), rowP(r), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -177,7 +187,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.label()), mdCell(r.Path),
 			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB),
-			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), pvalue(r.PValue),
+			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), rowP(r),
 			res.pColumn(pvalue(r.PAdjusted)+" | "), mdCell(verdict))
 	}
 	fmt.Fprintln(w)
@@ -223,6 +233,8 @@ type jsonRow struct {
 	PAdjusted *float64 `json:"p_adjusted"`
 	U         *float64 `json:"u"`
 	Exact     bool     `json:"exact"`
+	// Paired says the row was compared round by round (both sides in the same run's rounds).
+	Paired bool `json:"paired"`
 	// MDE is the smallest relative difference the row could detect (0.04: 4 %), null when
 	// not computed or untestable.
 	MDE     *float64 `json:"min_detectable_effect"`
@@ -241,7 +253,7 @@ func writeJSON(w io.Writer, res Result) error {
 		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Pairs: r.Pairs, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
-			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact,
+			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact, Paired: r.Paired,
 			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note})
 	}
 	enc := json.NewEncoder(w)

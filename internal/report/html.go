@@ -13,8 +13,8 @@ import (
 // htmlPage is the data of pageTemplate.
 type htmlPage struct {
 	Title string
-	// Verdict is the text `cnibench run` ends with, per run.
-	Verdict  string
+	// Verdict is what `cnibench run` ends with, per run: a table per workload.
+	Verdict  []htmlVerdict
 	Runs     []htmlRun
 	EnvHead  []string
 	Env      []htmlEnvRow
@@ -110,14 +110,13 @@ func (m model) htmlPage() htmlPage {
 			Version: d.Run.Version, Note: d.Run.Note, Suite: d.Run.Suite, Seed: d.Run.Seed, Targets: strings.Join(names, ", ")})
 	}
 	p.Title = "cnibench report: " + strings.Join(ids, ", ")
-	var verdict strings.Builder
 	for _, d := range m.docs {
-		if len(d.Verdict) > 0 && len(m.docs) > 1 {
-			fmt.Fprintf(&verdict, "run %s:", d.Run.ID)
+		run := ""
+		if len(m.docs) > 1 {
+			run = "run " + d.Run.ID + ": "
 		}
-		WriteVerdict(&verdict, d.Verdict)
+		p.Verdict = append(p.Verdict, htmlVerdicts(run, d.Verdict)...)
 	}
-	p.Verdict = strings.TrimSpace(verdict.String())
 	for _, t := range m.targets {
 		p.EnvHead = append(p.EnvHead, t.label)
 	}
@@ -303,6 +302,7 @@ p, ul { margin: 6px 0; }
 code, pre { font-family: ui-monospace, "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 12.5px; }
 pre { background: var(--soft); border: 1px solid var(--line); border-radius: 6px; padding: 8px 10px; overflow: auto; max-height: 480px; }
 table { border-collapse: collapse; margin: 6px 0 12px; font-size: 13px; font-variant-numeric: tabular-nums; }
+table.verdict tr.first td { border-top: 2px solid var(--muted); }
 th, td { border: 1px solid var(--line); padding: 3px 8px; text-align: left; vertical-align: top; }
 th { background: var(--soft); font-weight: 600; }
 table.figures td, table.figures th { white-space: nowrap; }
@@ -335,7 +335,11 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
 {{if .Verdict}}
 <h2 id="verdict">Verdict</h2>
-<pre class="verdict">{{.Verdict}}</pre>
+<p class="desc">Each workload's headline metric, best first: mean [95 % CI]; x = mean relative to the reference; p: paired t on the per-round log ratios where every round measured both ("paired"), else Mann-Whitney U.</p>
+<div class="scroll"><table class="verdict">
+<tr><th>Workload and metric</th><th>Target or path</th><th>Mean [95 % CI]</th><th>x</th><th>Verdict</th><th>n</th></tr>
+{{range .Verdict}}{{$title := .Title}}{{range $i, $r := .Rows}}<tr{{if eq $i 0}} class="first"{{end}}><td>{{if eq $i 0}}{{$title}}{{end}}</td><td>{{$r.Name}}</td><td>{{$r.Mean}} {{$r.CI}}</td><td>{{$r.Ratio}}</td><td>{{if $r.Decided}}<b>{{$r.Verdict}}</b>{{else}}{{$r.Verdict}}{{end}}</td><td>{{$r.N}}</td></tr>
+{{end}}{{end}}</table></div>
 {{end}}
 <h2>Runs</h2>
 <div class="scroll"><table>

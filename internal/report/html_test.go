@@ -359,7 +359,7 @@ func TestHTMLInBrowser(t *testing.T) {
 		t.Fatal(err)
 	}
 	shot := filepath.Join(dir, "report.png")
-	runChromium(t, bin, "--window-size=1280,2400", "--screenshot="+shot, "file://"+file)
+	runChromium(t, bin, "--window-size=1280,4800", "--screenshot="+shot, "file://"+file)
 	data, err := os.ReadFile(shot)
 	if err != nil {
 		t.Fatalf("no screenshot: %v", err)
@@ -373,8 +373,8 @@ func TestHTMLInBrowser(t *testing.T) {
 	if err != nil {
 		t.Fatalf("decode screenshot: %v", err)
 	}
-	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 2400 {
-		t.Fatalf("screenshot is %v, want 1280x2400", b)
+	if b := img.Bounds(); b.Dx() != 1280 || b.Dy() != 4800 {
+		t.Fatalf("screenshot is %v, want 1280x4800", b)
 	}
 	colours := newPathColours(paths)
 	for _, p := range paths {

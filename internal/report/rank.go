@@ -24,8 +24,11 @@ type Ranked struct {
 	// "not significant" (the data cannot tell them apart), "untestable" (at these sample
 	// sizes no data could have reached significance) or "untested" (too few samples).
 	Verdict string `json:"verdict"`
-	// PValue is the Mann-Whitney p-value, Holm-adjusted over the ranking's comparisons.
+	// PValue is the comparison's p-value (the paired t on per-round log ratios where Paired,
+	// else Mann-Whitney U), Holm-adjusted over the ranking's comparisons.
 	PValue float64 `json:"pValue,omitempty"`
+	// Paired says the comparison with the reference was paired by round (stats.CompareBlocked).
+	Paired bool `json:"paired,omitempty"`
 	// NA and NB are the samples of the reference and of this target behind the comparison.
 	NA int `json:"nReference,omitempty"`
 	NB int `json:"n,omitempty"`
@@ -53,15 +56,15 @@ type RankGroup struct {
 }
 
 // Rank orders the targets of a run, best first, on every headline metric with a known
-// direction, and tests each against the best (Mann-Whitney U with a log-scale ratio interval,
-// stats.Compare). It returns nothing for a run with one target.
+// direction, and tests each against the best, paired by round where every round measured
+// both (stats.CompareBlocked). It returns nothing for a run with one target.
 func Rank(samples []store.Sample) []RankGroup {
 	type cell struct {
 		path, workload string
 		pairs          int
 		metric         string
 	}
-	values := map[cell]map[string][]float64{}
+	values := map[cell]map[string][]stats.Obs{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" {
 			continue
@@ -69,9 +72,9 @@ func Rank(samples []store.Sample) []RankGroup {
 		add := func(name string, v float64) {
 			k := cell{s.Path, s.Workload, s.Cell().Pairs, name}
 			if values[k] == nil {
-				values[k] = map[string][]float64{}
+				values[k] = map[string][]stats.Obs{}
 			}
-			values[k][s.Target] = append(values[k][s.Target], v)
+			values[k][s.Target] = append(values[k][s.Target], obs(s, v))
 		}
 		for name, v := range s.Metrics {
 			add(name, v)
@@ -111,7 +114,7 @@ func WriteRanking(w io.Writer, groups []RankGroup) {
 	if len(groups) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best, p from Mann-Whitney U, Holm-adjusted over the line; 'untestable at 3v3' = no data could reach p < 0.05 at those samples):")
+	fmt.Fprintln(w, "\nranking (best first; x = mean relative to the best; 'n.s.' = not significantly different from the best; p: paired t on the per-round log ratios where every round measured both ('paired'), else Mann-Whitney U, Holm-adjusted over the line; 'untestable at 3v3' = no data could reach p < 0.05 at those samples):")
 	for _, g := range groups {
 		dir := direction(g.HigherIsBetter)
 		var parts []string
@@ -136,10 +139,10 @@ func pathRank(path string) int {
 // rankEntries summarises each name's values of a metric, orders them best first and compares
 // each with the reference (against, or the best when against is empty), whose verdict is
 // refVerdict.
-func rankEntries(metric string, byName map[string][]float64, higher bool, against, refVerdict string) []Ranked {
+func rankEntries(metric string, byName map[string][]stats.Obs, higher bool, against, refVerdict string) []Ranked {
 	var entries []Ranked
 	for name, xs := range byName {
-		s := SummarizeMetric(metric, xs)
+		s := SummarizeMetric(metric, stats.Values(xs))
 		entries = append(entries, Ranked{Target: name, Summary: s, Mean: s.Mean})
 	}
 	sort.Slice(entries, func(i, j int) bool {
@@ -166,9 +169,9 @@ func rankEntries(metric string, byName map[string][]float64, higher bool, agains
 // the k-1 (TestRankingFalseVerdicts). An entry is untestable when even the most extreme data
 // could not reach alpha after adjustment at its sample sizes (3 against 3: p >= 0.1), which
 // says more than "not significant".
-func compareWithReference(entries []Ranked, byName map[string][]float64, higher bool, against, refVerdict string, postHoc bool) {
+func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, higher bool, against, refVerdict string, postHoc bool) {
 	ref := byName[against]
-	refMean := stats.Summarize(ref).Mean
+	refMean := stats.Summarize(stats.Values(ref)).Mean
 	cmps := make([]stats.Comparison, len(entries))
 	raw := make([]float64, len(entries))
 	made := 0
@@ -184,10 +187,11 @@ func compareWithReference(entries []Ranked, byName map[string][]float64, higher 
 			e.RatioToBest = e.Mean / refMean
 		}
 		e.Verdict = untested
-		cmp, err := stats.Compare(ref, byName[e.Target], higher, stats.CompareOptions{Seed: 1})
+		cmp, err := stats.CompareBlocked(ref, byName[e.Target], higher, stats.PairAuto, stats.CompareOptions{Seed: 1})
 		if err != nil {
 			continue
 		}
+		e.Paired = cmp.Paired
 		cmps[i], raw[i] = cmp, cmp.PValue
 		made++
 	}
@@ -224,7 +228,7 @@ func compareWithReference(entries []Ranked, byName map[string][]float64, higher 
 
 // otherPairs returns the p-values of the comparisons between entries that do not involve the
 // reference (NaN where one could not be made), to complete the family of all pairs.
-func otherPairs(entries []Ranked, byName map[string][]float64, against string, higher bool) []float64 {
+func otherPairs(entries []Ranked, byName map[string][]stats.Obs, against string, higher bool) []float64 {
 	var out []float64
 	for i := range entries {
 		for j := i + 1; j < len(entries); j++ {
@@ -233,7 +237,7 @@ func otherPairs(entries []Ranked, byName map[string][]float64, against string, h
 				continue
 			}
 			p := math.NaN()
-			if c, err := stats.Compare(byName[a], byName[b], higher, stats.CompareOptions{Seed: 1}); err == nil {
+			if c, err := stats.CompareBlocked(byName[a], byName[b], higher, stats.PairAuto, stats.CompareOptions{Seed: 1}); err == nil {
 				p = c.PValue
 			}
 			out = append(out, p)
@@ -242,19 +246,33 @@ func otherPairs(entries []Ranked, byName map[string][]float64, against string, h
 	return out
 }
 
+// obs is a sample's value with its block: the run's round, which every target of the run and
+// every path of the round measured at about the same moment.
+func obs(s store.Sample, v float64) stats.Obs {
+	return stats.Obs{Block: fmt.Sprintf("%s/%d", s.RunID, s.Round), Value: v}
+}
+
+// pairedMark notes a comparison paired by round.
+func pairedMark(e Ranked) string {
+	if e.Paired {
+		return ", paired"
+	}
+	return ""
+}
+
 // entryText is one entry of a ranking or verdict line: mean, interval and how it compares.
 func entryText(e Ranked) string {
 	part := fmt.Sprintf("%s %s %s", e.Target, num(e.Mean), ciOf(e.Summary))
 	switch e.Verdict {
 	case "best", "reference":
 	case notSignificant:
-		part += fmt.Sprintf(" x%.2f n.s. (p=%.2g)", e.RatioToBest, e.PValue)
+		part += fmt.Sprintf(" x%.2f n.s. (p=%.2g%s)", e.RatioToBest, e.PValue, pairedMark(e))
 	case untestable:
 		part += fmt.Sprintf(" x%.2f untestable at %dv%d", e.RatioToBest, e.NA, e.NB)
 	case untested:
 		part += fmt.Sprintf(" x%.2f untested (too few samples)", e.RatioToBest)
 	default:
-		part += fmt.Sprintf(" x%.2f %s (p=%.2g)", e.RatioToBest, e.Verdict, e.PValue)
+		part += fmt.Sprintf(" x%.2f %s (p=%.2g%s)", e.RatioToBest, e.Verdict, e.PValue, pairedMark(e))
 	}
 	if e.Summary.Bimodal {
 		part += " bimodal"

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // TestRankingFalseVerdicts ranks identical targets (lognormal noise, CV 10 %, 10 samples each)
@@ -21,11 +22,11 @@ func TestRankingFalseVerdicts(t *testing.T) {
 	for _, k := range []int{3, 6} {
 		wrong := 0
 		for range reps {
-			byName := map[string][]float64{}
+			byName := map[string][]stats.Obs{}
 			for i := range k {
-				xs := make([]float64, n)
+				xs := make([]stats.Obs, n)
 				for j := range xs {
-					xs[j] = 10 * math.Exp(sigma*r.NormFloat64())
+					xs[j] = stats.Obs{Block: fmt.Sprint(j), Value: 10 * math.Exp(sigma*r.NormFloat64())}
 				}
 				byName[fmt.Sprintf("t%d", i)] = xs
 			}

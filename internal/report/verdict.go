@@ -5,7 +5,6 @@ import (
 	"io"
 	"slices"
 	"sort"
-	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/stats"
@@ -41,13 +40,13 @@ type verdictCell struct {
 }
 
 // byMetric holds a cell's values by metric, then by target or path.
-type byMetric map[string]map[string][]float64
+type byMetric map[string]map[string][]stats.Obs
 
-func (b byMetric) add(metric, name string, v float64) {
+func (b byMetric) add(metric, name string, o stats.Obs) {
 	if b[metric] == nil {
-		b[metric] = map[string][]float64{}
+		b[metric] = map[string][]stats.Obs{}
 	}
-	b[metric][name] = append(b[metric][name], v)
+	b[metric][name] = append(b[metric][name], o)
 }
 
 // Verdict picks, for every cell, the workload's headline metric (the first of
@@ -99,7 +98,7 @@ func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetr
 			out[c] = byMetric{}
 		}
 		for metric, v := range s.Metrics {
-			out[c].add(metric, name, v)
+			out[c].add(metric, name, obs(s, v))
 		}
 	}
 	return out
@@ -107,7 +106,7 @@ func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetr
 
 // rankLine fills a line's entries from each name's values, compared with against (or the
 // best when against is empty).
-func rankLine(l VerdictLine, byName map[string][]float64, against string) VerdictLine {
+func rankLine(l VerdictLine, byName map[string][]stats.Obs, against string) VerdictLine {
 	spec, _ := catalog.Lookup(l.Metric)
 	l.Unit, l.HigherIsBetter = spec.Unit, spec.HigherIsBetter
 	l.Entries = rankEntries(l.Metric, byName, l.HigherIsBetter, against, "reference")
@@ -118,36 +117,24 @@ func rankLine(l VerdictLine, byName map[string][]float64, against string) Verdic
 	return l
 }
 
-// WriteVerdict prints the verdict lines: one per workload and path, at most a screen.
+// WriteVerdict prints the verdict: a small table per workload (its headline metric for each
+// target or path, best first), then the setup figures in a block of their own, in less than
+// 100 columns.
 func WriteVerdict(w io.Writer, lines []VerdictLine) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nverdict (each workload's headline metric, best first, mean [95 % CI]; x = relative to the reference, p from Mann-Whitney U):")
-	for _, l := range lines {
-		dir := direction(l.HigherIsBetter)
-		var parts []string
-		for _, e := range l.Entries {
-			part := entryText(e)
-			switch {
-			case e.Verdict == "reference" && l.Path == "":
-				part += " (baseline)"
-			case e.Target == suite.Localhost && !l.HigherIsBetter:
-				// Inside one pod: what the machine itself costs a request, the floor of
-				// every path's figure beside it.
-				part += " (floor)"
-			}
-			parts = append(parts, part)
-		}
-		label := store.Cell{Workload: l.Workload, Pairs: l.Pairs}.WorkloadLabel()
-		where := l.Path
-		switch {
-		case where == "":
-			where = "paths"
-		case where == suite.Localhost && !l.HigherIsBetter:
-			where = "localhost (floor)"
-		}
-		fmt.Fprintf(w, "  %-22s %-12s %s [%s, %s]: %s\n", label, where, l.Metric, l.Unit, dir, strings.Join(parts, " | "))
+	fmt.Fprintln(w, "\nverdict: each workload's headline metric, best first; mean [95 % CI]; x = mean relative to the")
+	fmt.Fprintln(w, "reference; p: paired t on the per-round log ratios where every round measured both ('paired'),")
+	fmt.Fprintln(w, "else Mann-Whitney U")
+	measured, setup := splitSetup(lines)
+	for _, l := range measured {
+		fmt.Fprintf(w, "\n%s\n", l.Title())
+		writeRows(w, l.Table())
+	}
+	if len(setup) > 0 {
+		fmt.Fprintln(w, "\nsetup figures (pods, Services, network readiness):")
+		writeSetup(w, setup)
 	}
 	if note := untestableNote(lines); note != "" {
 		fmt.Fprintln(w, note)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
@@ -74,20 +75,39 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 		t.Fatal(err)
 	}
 	out := buf.String()
-	for _, want := range []string{"verdict (", "tcp-rr/64B", "host-network 20", "(baseline)", "cross-node 30", "worse (p=", "cnibench results show r1",
-		"localhost 16"} {
+	for _, want := range []string{"verdict: ", "tcp-rr/64B by path: latency_p50_us [µs, lower is better]", "worse (p=", "cnibench results show r1"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("brief output lacks %q:\n%s", want, out)
 		}
 	}
+	// One row per path, its cells in columns: name, mean [CI], ratio, verdict, n.
+	rows := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		if f := strings.Fields(line); len(f) > 4 && strings.HasPrefix(line, "  ") && strings.HasPrefix(f[len(f)-1], "n=") {
+			rows[f[0]+" "+f[1]] = f
+		}
+	}
+	for _, want := range []string{"host-network 20", "cross-node 30", "localhost 16", "same-node 20.2"} {
+		if rows[want] == nil {
+			t.Errorf("no row %q in:\n%s", want, out)
+		}
+	}
+	if f := rows["host-network 20"]; f != nil && (f[4] != "x1.00" || f[5] != "baseline") {
+		t.Errorf("host-network row %q: want the baseline at x1.00", f)
+	}
 	// The floor of a latency, not of a throughput, which localhost bounds from above.
-	if strings.Count(out, "(floor)") != 1 || !strings.Contains(out[strings.Index(out, "localhost 16"):], "(floor)") {
-		t.Errorf("the RR line does not mark localhost alone as the floor:\n%s", out)
+	if strings.Count(out, "(floor)") != 1 || !strings.Contains(strings.Join(rows["localhost 16"], " "), "(floor)") {
+		t.Errorf("the RR table does not mark localhost alone as the floor:\n%s", out)
+	}
+	for _, line := range strings.Split(out, "\n") {
+		if n := utf8.RuneCountInString(line); n > 100 {
+			t.Errorf("a line of %d columns, more than 100: %q", n, line)
+		}
 	}
 	if strings.Contains(out, "TRIM20") {
 		t.Errorf("brief output has the full table:\n%s", out)
 	}
-	if n := strings.Count(out, "\n"); n > 24 {
+	if n := strings.Count(out, "\n"); n > 40 {
 		t.Errorf("brief output has %d lines, more than a screen:\n%s", n, out)
 	}
 }
@@ -106,5 +126,35 @@ func TestVerdictSaysWhatMoreRoundsBuy(t *testing.T) {
 	}
 	if note := untestableNote([]VerdictLine{{Entries: []Ranked{{Verdict: "best"}, {Verdict: notSignificant}}}}); note != "" {
 		t.Errorf("nothing untestable, yet: %q", note)
+	}
+}
+
+// TestVerdictPairsByRound: rounds that swing by ±20 % hide a steady 5 % drop from an unpaired
+// comparison; compared round by round the drop is clear, and the line says the comparison was
+// paired. A round one target missed (its sample failed) leaves the comparison unpaired.
+func TestVerdictPairsByRound(t *testing.T) {
+	swing := []float64{1.0, 0.8, 1.2, 0.9, 1.1}
+	var samples []store.Sample
+	for i, f := range swing {
+		for _, tg := range []struct {
+			name  string
+			speed float64
+		}{{"a", 10 * (1 + 0.003*float64(i%2))}, {"b", 9.5 * (1 - 0.003*float64(i%3))}} {
+			samples = append(samples, store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
+				Metrics: map[string]float64{"throughput_gbps": tg.speed * f}})
+		}
+	}
+	l := Verdict(samples)[0]
+	if b := l.Entries[1]; b.Target != "b" || b.Verdict != "worse" || !b.Paired {
+		t.Errorf("entry %+v; want b worse, paired", b)
+	}
+	var buf bytes.Buffer
+	WriteVerdict(&buf, []VerdictLine{l})
+	if !strings.Contains(buf.String(), "worse (p=") || !strings.Contains(buf.String(), ", paired)") {
+		t.Errorf("verdict text:\n%s", buf.String())
+	}
+	samples[len(samples)-1].Error, samples[len(samples)-1].Metrics = "boom", nil
+	if b := Verdict(samples)[0].Entries[1]; b.Paired || b.Verdict == "worse" {
+		t.Errorf("with a round missing on one side: %+v; want an unpaired comparison that cannot tell", b)
 	}
 }

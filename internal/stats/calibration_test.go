@@ -12,13 +12,14 @@ import (
 type noise struct {
 	name   string
 	draw   func(r *rand.Rand, mean float64) float64
-	skewed bool // far from lognormal: intervals may over-cover
+	skewed bool    // far from lognormal: intervals may over-cover
+	cv     float64 // of a lognormal noise
 }
 
 // lognormal noise with the given coefficient of variation, scaled to its mean.
 func lognormal(cv float64) noise {
 	sigma := math.Sqrt(math.Log1p(cv * cv))
-	return noise{name: "lognormal CV " + pct(cv), draw: func(r *rand.Rand, mean float64) float64 {
+	return noise{name: "lognormal CV " + pct(cv), cv: cv, draw: func(r *rand.Rand, mean float64) float64 {
 		return mean * math.Exp(sigma*r.NormFloat64()-sigma*sigma/2)
 	}}
 }

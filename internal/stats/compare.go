@@ -84,6 +84,9 @@ type Comparison struct {
 	U float64
 	// Exact reports whether PValue comes from the exact U distribution.
 	Exact bool
+	// Paired reports a comparison paired by block (CompareBlocked): PValue and the interval
+	// come from the paired t on the per-block log ratios, and U is NaN.
+	Paired bool
 	// Verdict is VerdictBetter, VerdictWorse or VerdictNone from B's point
 	// of view.
 	Verdict string
