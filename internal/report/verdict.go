@@ -130,7 +130,7 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 	measured, setup := splitSetup(lines)
 	for _, l := range measured {
 		fmt.Fprintf(w, "\n%s\n", l.Title())
-		writeRows(w, l.Table())
+		writeRows(w, "  ", l.Table())
 	}
 	if len(setup) > 0 {
 		fmt.Fprintln(w, "\nsetup figures (pods, Services, network readiness):")

@@ -65,11 +65,11 @@ func entryVerdict(e Ranked) string {
 	return fmt.Sprintf("%s (p=%.2g%s)", e.Verdict, e.PValue, pairedMark(e))
 }
 
-// writeRows prints rows as aligned columns, indented.
-func writeRows(w io.Writer, rows []VerdictRow) {
+// writeRows prints rows as aligned columns, after indent.
+func writeRows(w io.Writer, indent string, rows []VerdictRow) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
-		fmt.Fprintf(tw, "  %s\t%s %s\t%s\t%s\t%s\n", r.Name, r.Mean, r.CI, r.Ratio, r.Verdict, r.N)
+		fmt.Fprintf(tw, "%s%s\t%s %s\t%s\t%s\t%s\n", indent, r.Name, r.Mean, r.CI, r.Ratio, r.Verdict, r.N)
 	}
 	_ = tw.Flush()
 }
@@ -110,7 +110,7 @@ func writeSetup(w io.Writer, lines []VerdictLine) {
 	for _, l := range lines {
 		if l.Path != "" {
 			fmt.Fprintf(w, "  %s: %s [%s, %s]\n", l.Workload, l.Metric, l.Unit, direction(l.HigherIsBetter))
-			writeRows(w, l.Table())
+			writeRows(w, "    ", l.Table())
 		}
 	}
 }
