@@ -28,9 +28,13 @@ func (s bundleSource) Run(_ context.Context, id string) (store.Run, error) {
 	return s.b.Run, nil
 }
 
-func (s bundleSource) Targets(context.Context, string) ([]store.Target, error) { return s.b.Targets, nil }
+func (s bundleSource) Targets(context.Context, string) ([]store.Target, error) {
+	return s.b.Targets, nil
+}
 
-func (s bundleSource) Samples(context.Context, string) ([]store.Sample, error) { return s.b.Samples, nil }
+func (s bundleSource) Samples(context.Context, string) ([]store.Sample, error) {
+	return s.b.Samples, nil
+}
 
 // shifted is the run with one target's metric scaled by factor, and nothing else changed.
 func shifted(b export.Bundle, target, metric string, factor float64) export.Bundle {
