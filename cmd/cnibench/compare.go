@@ -25,8 +25,9 @@ func newCompareCommand() *cobra.Command {
 		Long: `Compares configuration B against baseline A for every path, workload and metric both measured
 (warm-up and failed samples left out): n and mean of each side, the ratio of means B/A with its
 95 % confidence interval (Welch's on the log scale), the two-sided Mann-Whitney p-value, and a
-verdict from B's point of view: "better", "worse" or "no significant difference", using each metric's direction
-(throughput higher, latency and CPU cost lower); "n/a" where the direction is unknown.
+verdict from B's point of view: "better", "worse" or "no significant difference", using each
+metric's direction (throughput higher, latency and CPU cost lower); "n/a" where the direction is
+unknown.
 
 A verdict needs the interval to exclude 1 and the p-value, adjusted for the other metrics of the
 same workload and path (they come from the same samples and are read together), to be below

@@ -2,6 +2,7 @@ package report
 
 import (
 	"bytes"
+	"encoding/json"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -152,6 +153,17 @@ func TestVerdictPairsByRound(t *testing.T) {
 	WriteVerdict(&buf, []VerdictLine{l})
 	if !strings.Contains(buf.String(), "worse (p=") || !strings.Contains(buf.String(), ", paired)") {
 		t.Errorf("verdict text:\n%s", buf.String())
+	}
+	// JSON says so too.
+	data, err := json.Marshal(jsonSafe(NewDocument(store.Run{ID: "r"}, nil, samples)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Verdict []struct{ Entries []struct{ Paired bool } }
+	}
+	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Verdict) != 1 || !doc.Verdict[0].Entries[1].Paired {
+		t.Errorf("JSON verdict %s: want the second entry paired (%v)", data, err)
 	}
 	samples[len(samples)-1].Error, samples[len(samples)-1].Metrics = "boom", nil
 	if b := Verdict(samples)[0].Entries[1]; b.Paired || b.Verdict == "worse" {

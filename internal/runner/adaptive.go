@@ -191,12 +191,30 @@ func unconfirmed(misses []Miss, samples []store.Sample, held map[group]int) []Mi
 	return misses
 }
 
-// counted is the number of misses that are not only awaiting confirmation.
+// counted is the number of figures that miss, not counting those only awaiting confirmation:
+// a figure both too wide and untestable is one figure (an untestable comparison of one
+// target's paths names no target).
 func counted(misses []Miss) int {
-	n := 0
+	type cell struct {
+		path, workload string
+		pairs          int
+	}
+	targets := map[cell]map[string]bool{}
 	for _, m := range misses {
-		if !m.Confirming {
-			n++
+		if m.Confirming {
+			continue
+		}
+		c := cell{m.Path, m.Workload, max(m.Pairs, 1)}
+		if targets[c] == nil {
+			targets[c] = map[string]bool{}
+		}
+		targets[c][m.Target] = true
+	}
+	n := 0
+	for _, ts := range targets {
+		n += len(ts)
+		if ts[""] && len(ts) > 1 {
+			n--
 		}
 	}
 	return n

@@ -133,3 +133,20 @@ func TestUntestableSetupFiguresAreNotMisses(t *testing.T) {
 		t.Errorf("setup figures became misses: %+v", um)
 	}
 }
+
+// A figure too wide and untestable at once is one figure in the progress line's count, however
+// its untestable comparison names it.
+func TestCountedOncePerFigure(t *testing.T) {
+	misses := []Miss{
+		{Target: "a", Path: "cross-node", Workload: "tcp-rr/64B", Pairs: 1},
+		{Target: "a", Path: "cross-node", Workload: "tcp-rr/64B", Pairs: 1, Untestable: true},
+		{Target: "b", Path: "cross-node", Workload: "tcp-rr/64B", Pairs: 1, Untestable: true},
+		{Target: "local", Path: "same-node", Workload: "tcp-rr/64B"},
+		{Path: "same-node", Workload: "tcp-rr/64B", Untestable: true},
+		{Path: "host-network", Workload: "tcp-rr/64B", Untestable: true},
+		{Path: "localhost", Workload: "tcp-rr/64B", Confirming: true},
+	}
+	if got := counted(misses); got != 4 {
+		t.Errorf("counted %d figures, want 4 (a and b cross-node, same-node, host-network)", got)
+	}
+}

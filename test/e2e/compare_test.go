@@ -118,3 +118,84 @@ warmup: 1s
 		}
 	}
 }
+
+// twinCluster is the A/A test's second bridge cluster, which its run creates and deletes.
+const twinCluster = "e2etwin"
+
+// testAA measures two identical bridge clusters side by side, the family's bridge cluster and
+// a twin the run creates: identical configurations must not come out different. The verdict
+// compares them round by round (every round measured both), calls neither better or worse by
+// more than 10 % on a headline metric, and `compare --fail-on worse --tolerance 10%` passes. A
+// method whose intervals were too narrow, or a run whose second cluster differed from its
+// first, fails it; a chance verdict on a difference of a few percent at alpha 0.05 does not.
+func testAA(ctx context.Context, t *testing.T) {
+	defer forceDelete(twinCluster)
+	dir := t.TempDir()
+	suiteFile, results := filepath.Join(dir, "aa.yaml"), filepath.Join(dir, "results.db")
+	if err := os.WriteFile(suiteFile, []byte(`
+targets:
+  - {name: bridge, local: {cluster: `+suite.ClusterNameFor("bridge")+`}}
+  - {name: twin, local: {cluster: `+twinCluster+`}}
+paths: [cross-node]
+workloads:
+  - {kind: tcp-stream, streams: 1}
+  - {kind: tcp-rr, size: 64}
+repetitions: 5
+duration: 1s
+warmup: 1s
+precision: off
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--results", results, "-o", "json")
+	t.Logf("progress:\n%s", stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	var doc struct {
+		Run     struct{ ID string }
+		Verdict []struct {
+			Path, Workload, Metric string
+			Entries                []struct {
+				Target, Verdict string
+				RatioToBest     float64 `json:"ratio_to_best"`
+				Paired          bool
+			}
+		}
+	}
+	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
+		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	compared := 0
+	for _, l := range doc.Verdict {
+		if l.Path != "cross-node" {
+			continue // the setup figures, one per target
+		}
+		for _, e := range l.Entries {
+			if e.Verdict == "reference" {
+				continue
+			}
+			compared++
+			t.Logf("%s %s: %s x%.3f %s, paired %v", l.Workload, l.Metric, e.Target, e.RatioToBest, e.Verdict, e.Paired)
+			if !e.Paired {
+				t.Errorf("%s %s: %s compared unpaired, though every round measured both", l.Workload, l.Metric, e.Target)
+			}
+			if (e.Verdict == "better" || e.Verdict == "worse") && (e.RatioToBest < 0.9 || e.RatioToBest > 1.1) {
+				t.Errorf("%s %s: identical clusters, one %s at x%.3f", l.Workload, l.Metric, e.Verdict, e.RatioToBest)
+			}
+		}
+	}
+	if compared != 2 {
+		t.Errorf("%d verdict comparisons between the twins, want tcp-stream's and tcp-rr's headline: %+v", compared, doc.Verdict)
+	}
+	out, err := cli(ctx, "compare", doc.Run.ID+"/bridge", doc.Run.ID+"/twin", "--store", results, "--fail-on", "worse", "--tolerance", "10%")
+	if err != nil {
+		t.Errorf("the gate fails identical clusters: %v\n%s", err, out)
+	}
+	if !strings.Contains(out, " paired") {
+		t.Errorf("compare did not pair the twins' rounds:\n%s", out)
+	}
+	if !strings.Contains(stderr, "deleting local cluster "+twinCluster) {
+		t.Errorf("the run did not delete the twin it created:\n%s", stderr)
+	}
+}
