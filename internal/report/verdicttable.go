@@ -115,27 +115,23 @@ func writeSetup(w io.Writer, lines []VerdictLine) {
 	}
 }
 
-// htmlVerdict is one verdict table of the HTML page.
+// htmlVerdict is one verdict line of the HTML page's verdict table.
 type htmlVerdict struct {
-	Title, Of string
-	Rows      []VerdictRow
+	Title string
+	Rows  []VerdictRow
 }
 
-// htmlVerdicts lays out a run's verdict lines as the page's tables, measured workloads first,
+// htmlVerdicts lays out a run's verdict lines for the page's table, measured workloads first,
 // each title prefixed with run (empty for a page of one run).
 func htmlVerdicts(run string, lines []VerdictLine) []htmlVerdict {
 	measured, setup := splitSetup(lines)
 	var out []htmlVerdict
 	for _, l := range append(measured, setup...) {
-		of := "Target"
-		if l.Path == "" {
-			of = "Path"
-		}
 		title := l.Title()
 		if l.IsSetup() {
 			title = "setup: " + title
 		}
-		out = append(out, htmlVerdict{Title: run + title, Of: of, Rows: l.Table()})
+		out = append(out, htmlVerdict{Title: run + title, Rows: l.Table()})
 	}
 	return out
 }
