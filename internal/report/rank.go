@@ -29,6 +29,9 @@ type Ranked struct {
 	PValue float64 `json:"pValue,omitempty"`
 	// Paired says the comparison with the reference was paired by round (stats.CompareBlocked).
 	Paired bool `json:"paired,omitempty"`
+	// MDE is the smallest relative difference the comparison would have called four times in
+	// five at its noise and samples (stats.Comparison.MDE; 0.15: 15 %), NaN where unknown.
+	MDE float64 `json:"-"`
 	// NA and NB are the samples of the reference and of this target behind the comparison.
 	NA int `json:"nReference,omitempty"`
 	NB int `json:"n,omitempty"`
@@ -179,19 +182,19 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 		e := &entries[i]
 		raw[i] = math.NaN()
 		if e.Target == against {
-			e.Verdict, e.RatioToBest = refVerdict, 1
+			e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, math.NaN()
 			continue
 		}
 		e.RatioToBest = math.NaN()
 		if refMean != 0 {
 			e.RatioToBest = e.Mean / refMean
 		}
-		e.Verdict = untested
+		e.Verdict, e.MDE = untested, math.NaN()
 		cmp, err := stats.CompareBlocked(ref, byName[e.Target], higher, stats.PairAuto, stats.CompareOptions{Seed: 1})
 		if err != nil {
 			continue
 		}
-		e.Paired = cmp.Paired
+		e.Paired, e.MDE = cmp.Paired, cmp.MDE
 		cmps[i], raw[i] = cmp, cmp.PValue
 		made++
 	}

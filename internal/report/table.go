@@ -224,7 +224,7 @@ func rankingJSON(groups []RankGroup) []map[string]any {
 		for _, e := range g.Entries {
 			m := map[string]any{"target": e.Target, "verdict": e.Verdict, "n": e.Summary.N, "paired": e.Paired}
 			for k, v := range map[string]float64{"mean": e.Mean, "ratio_to_best": e.RatioToBest, "p_value": e.PValue,
-				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh} {
+				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh, "min_detectable_effect": e.MDE} {
 				if !math.IsNaN(v) && !math.IsInf(v, 0) {
 					m[k] = v
 				}

@@ -3,6 +3,7 @@ package report
 import (
 	"fmt"
 	"io"
+	"math"
 	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/store"
@@ -56,6 +57,10 @@ func entryVerdict(e Ranked) string {
 	case "best", "reference":
 		return e.Verdict
 	case notSignificant:
+		// What more rounds would buy starts from what these could have seen.
+		if e.MDE > 0 && !math.IsInf(e.MDE, 0) {
+			return fmt.Sprintf("n.s. (p=%.2g%s, could detect %.2g %%)", e.PValue, pairedMark(e), e.MDE*100)
+		}
 		return fmt.Sprintf("n.s. (p=%.2g%s)", e.PValue, pairedMark(e))
 	case untestable:
 		return fmt.Sprintf("untestable at %dv%d", e.NA, e.NB)
