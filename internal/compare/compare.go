@@ -308,8 +308,7 @@ func collect(samples []store.Sample) side {
 		default:
 			for _, m := range []map[string]float64{x.Metrics, x.Resources} {
 				for name, v := range m {
-					o := stats.Obs{Block: fmt.Sprintf("%s/%d", x.RunID, x.Round), Value: v}
-					s.values[key{c, name}] = append(s.values[key{c, name}], o)
+					s.values[key{c, name}] = append(s.values[key{c, name}], stats.Obs{Block: x.Block(), Value: v})
 				}
 			}
 		}
@@ -486,7 +485,7 @@ func sortRows(rows []Row) {
 		a, b := rows[i], rows[j]
 		// The measured workloads come first; the setup figures (pod startup, Service
 		// programming...), measured once per target and round, after them.
-		if sa, sb := a.Path == setupPath, b.Path == setupPath; sa != sb {
+		if sa, sb := a.Path == store.SetupPath, b.Path == store.SetupPath; sa != sb {
 			return sb
 		}
 		if a.Workload != b.Workload {
@@ -504,9 +503,6 @@ func sortRows(rows []Row) {
 		return a.Metric < b.Metric
 	})
 }
-
-// setupPath is the path under which a run stores its setup figures.
-const setupPath = "setup"
 
 // pathRank is a path's position in suite order; unknown paths sort last, by name.
 func pathRank(p string) int {

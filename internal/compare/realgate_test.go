@@ -87,7 +87,7 @@ func TestGateOnRealSamples(t *testing.T) {
 		t.Errorf("A/A: the gate fails identical clusters: %v", err)
 	}
 	for _, r := range res.Rows {
-		if r.Path != setupPath && (r.Metric == "throughput_gbps" || r.Metric == "latency_p50_us" || r.Metric == "connections_per_s") {
+		if r.Path != store.SetupPath && (r.Metric == "throughput_gbps" || r.Metric == "latency_p50_us" || r.Metric == "connections_per_s") {
 			t.Logf("A/A %s %s: B/A %.3f [%.3f, %.3f] p %.2g, n %d v %d, paired %v, %s", r.Workload, r.Metric,
 				r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.NA, r.NB, r.Paired, verdictText(r))
 		}
@@ -98,7 +98,7 @@ func TestGateOnRealSamples(t *testing.T) {
 	}{{"throughput_gbps", 0.9}, {"latency_p50_us", 1.1}, {"connections_per_s", 0.9}} {
 		res, err := gate(shifted(b, bt, c.metric, c.factor))
 		for _, r := range res.Rows {
-			if r.Metric == c.metric && r.Path != setupPath {
+			if r.Metric == c.metric && r.Path != store.SetupPath {
 				t.Logf("%s x%.1f: B/A %.3f [%.3f, %.3f] p %.2g, n %d v %d, paired %v, %s", c.metric, c.factor,
 					r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.NA, r.NB, r.Paired, verdictText(r))
 			}

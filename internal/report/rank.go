@@ -249,11 +249,8 @@ func otherPairs(entries []Ranked, byName map[string][]stats.Obs, against string,
 	return out
 }
 
-// obs is a sample's value with its block: the run's round, which every target of the run and
-// every path of the round measured at about the same moment.
-func obs(s store.Sample, v float64) stats.Obs {
-	return stats.Obs{Block: fmt.Sprintf("%s/%d", s.RunID, s.Round), Value: v}
-}
+// obs is a sample's value with its block (store.Sample.Block), by which comparisons pair.
+func obs(s store.Sample, v float64) stats.Obs { return stats.Obs{Block: s.Block(), Value: v} }
 
 // pairedMark notes a comparison paired by round.
 func pairedMark(e Ranked) string {

@@ -95,11 +95,8 @@ func splitSetup(lines []VerdictLine) (measured, setup []VerdictLine) {
 // IsSetup says whether a line holds a setup figure: its path, or with one target its only
 // entry, is the setup pseudo-path.
 func (l VerdictLine) IsSetup() bool {
-	return l.Path == setupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == setupPath
+	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
 }
-
-// setupPath is the path under which a run stores its setup figures.
-const setupPath = "setup"
 
 // writeSetup prints the setup figures: with one target a row per figure, with several a table
 // per figure, as the measured workloads have.

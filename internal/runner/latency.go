@@ -16,9 +16,8 @@ import (
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// SetupPath is the path of the samples that time how a target was set up: the pods, the
-// Service and the NetworkPolicy a run creates.
-const SetupPath = "setup"
+// SetupPath is the path of the samples that time how a target was set up (store.SetupPath).
+const SetupPath = store.SetupPath
 
 // Workloads of the setup samples.
 const (

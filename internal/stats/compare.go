@@ -163,17 +163,19 @@ func Compare(a, b []float64, higherIsBetter bool, opts CompareOptions) (Comparis
 
 	half := float64(len(a)) * float64(len(b)) / 2
 	significant := c.PValue < opts.Alpha
-	bHigher := significant && c.RatioLow > 1 && c.U > half
-	bLower := significant && c.RatioHigh < 1 && c.U < half
+	c.Verdict = verdictOf(significant && c.RatioLow > 1 && c.U > half, significant && c.RatioHigh < 1 && c.U < half, higherIsBetter)
+	return c, nil
+}
+
+// verdictOf turns "B is significantly higher" or "lower" into a verdict from B's point of view.
+func verdictOf(bHigher, bLower, higherIsBetter bool) string {
 	switch {
 	case !bHigher && !bLower:
-		c.Verdict = VerdictNone
+		return VerdictNone
 	case bHigher == higherIsBetter:
-		c.Verdict = VerdictBetter
-	default:
-		c.Verdict = VerdictWorse
+		return VerdictBetter
 	}
-	return c, nil
+	return VerdictWorse
 }
 
 // MinAttainableP is the smallest two-sided p-value of the exact Mann-Whitney test with na and

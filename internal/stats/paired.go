@@ -134,15 +134,7 @@ func comparePaired(a, b []float64, higherIsBetter bool, opts CompareOptions) (Co
 	case mean != 0:
 		c.PValue = 0 // every block moved by the same factor
 	}
-	bHigher := c.PValue < opts.Alpha && c.RatioLow > 1
-	bLower := c.PValue < opts.Alpha && c.RatioHigh < 1
-	switch {
-	case !bHigher && !bLower:
-		c.Verdict = VerdictNone
-	case bHigher == higherIsBetter:
-		c.Verdict = VerdictBetter
-	default:
-		c.Verdict = VerdictWorse
-	}
+	significant := c.PValue < opts.Alpha
+	c.Verdict = verdictOf(significant && c.RatioLow > 1, significant && c.RatioHigh < 1, higherIsBetter)
 	return c, nil
 }

@@ -111,6 +111,14 @@ type Cell struct {
 	Pairs    int
 }
 
+// SetupPath is the path of the samples that time how a target was set up: the pods, the
+// Service and the NetworkPolicy a run creates.
+const SetupPath = "setup"
+
+// Block names the moment of the machine the sample was measured in, its run's round: every
+// target and path of a round saw it, so comparisons pair their values by it.
+func (s Sample) Block() string { return fmt.Sprintf("%s/%d", s.RunID, s.Round) }
+
 // Cell returns the sample's coordinates; a sample of an old run without pairs has one.
 func (s Sample) Cell() Cell {
 	return Cell{Target: s.Target, Path: s.Path, Workload: s.Workload, Pairs: max(s.Pairs, 1)}
