@@ -37,6 +37,9 @@ type Options struct {
 	// GatewayAPI gives the cluster the Gateway API split: the CRDs installed, Traefik and k6 in
 	// the tools image (built on first use). Without it the tools image stays half the size.
 	GatewayAPI bool
+	// RuntimeOnDisk keeps each containerd node's image store on the host's disk instead of a
+	// tmpfs (340 MB of memory a node with the default images; see mountRuntimeStorage).
+	RuntimeOnDisk bool
 	// Subnet optionally pins the cluster's /16 (10.200.0.0/16 .. 10.254.0.0/16); empty picks a free one.
 	Subnet string
 	// Wait bounds the wait for nodes Ready and CoreDNS available; the earlier steps wait a
@@ -145,6 +148,10 @@ func Create(ctx context.Context, o Options) (err error) {
 	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI}
 	if c.spec, err = reserve(o, cg.String()); err != nil {
 		return err
+	}
+	c.spec.ImageStore = ImageStoreTmpfs
+	if o.RuntimeOnDisk || c.spec.ContainerRuntime() == CRICrio {
+		c.spec.ImageStore = ImageStoreDisk
 	}
 	defer func() {
 		if err != nil {

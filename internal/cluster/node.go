@@ -58,6 +58,9 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err := os.MkdirAll(filepath.Join(dir, "cni", "net.d"), 0o755); err != nil {
 		return fmt.Errorf("node %d: %w", i, err)
 	}
+	if err := c.mountRuntimeStorage(filepath.Join(dir, "containerd", "root")); err != nil {
+		return fmt.Errorf("node %d: %w", i, err)
+	}
 	runtimes, err := c.runtimeSections(i)
 	if err != nil {
 		return err
@@ -295,6 +298,27 @@ func (c *creator) resolvConf() string {
 func (c *creator) writeResolvConf() error {
 	if err := os.WriteFile(c.resolvConf(), []byte("options ndots:5\n"), 0o644); err != nil {
 		return fmt.Errorf("write resolv.conf: %w", err)
+	}
+	return nil
+}
+
+// mountRuntimeStorage puts a node runtime's image store on a tmpfs. Every node imports the
+// cluster's images at create (340 MB of tmpfs a node, blobs and unpacked layers), and on the host's disk the runtime's
+// fsyncs made that import half of a create's "starting nodes" step (10.4 s against 5.8 s on
+// tmpfs, two nodes at once); delete frees it at once instead of removing the files. The mount
+// lives below the shared state directory, so it reaches the runtime's mount namespace, outlives
+// a runtime that dies and is started again, and delete unmounts it with the rest
+// (unmountAll). Options.RuntimeOnDisk keeps it on disk, for hosts short of memory. Pods'
+// writable layers live there too: a workload that measures disk I/O must use a volume.
+func (c *creator) mountRuntimeStorage(dir string) error {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if c.spec.ImageStore != ImageStoreTmpfs {
+		return nil
+	}
+	if err := unix.Mount("cnb-runtime-store", dir, "tmpfs", 0, "mode=0700"); err != nil {
+		return fmt.Errorf("mount a tmpfs for the runtime's images at %s: %w", dir, err)
 	}
 	return nil
 }

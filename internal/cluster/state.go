@@ -45,11 +45,21 @@ type Spec struct {
 	// in state written before they existed.
 	HasExternal bool `json:"external,omitempty"`
 	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
-	GatewayAPI bool      `json:"gatewayAPI,omitempty"`
+	GatewayAPI bool `json:"gatewayAPI,omitempty"`
+	// ImageStore is where the nodes' runtime keeps images and container layers:
+	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
+	ImageStore string    `json:"imageStore,omitempty"`
 	Status     string    `json:"status"`
 	Created    time.Time `json:"created"`
 	Images     Images    `json:"images"`
 }
+
+// Where a cluster's nodes keep their images and container layers (Spec.ImageStore). CRI-O's
+// store is always on disk.
+const (
+	ImageStoreTmpfs = "tmpfs"
+	ImageStoreDisk  = "disk"
+)
 
 // Images are the local image references a cluster's nodes hold.
 type Images struct {

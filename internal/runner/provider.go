@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"net"
@@ -122,7 +123,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		}
 	}
 	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
-		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups, "cri": spec.ContainerRuntime()}
+		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups, "cri": spec.ContainerRuntime(),
+		"node_image_store": cmp.Or(spec.ImageStore, cluster.ImageStoreDisk)}
 	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
 		if wf, ok := dp.(datapath.WithFingerprint); ok {
 			for k, v := range wf.Fingerprint() {

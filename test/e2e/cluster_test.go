@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,7 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Run("runs the default Kubernetes release", func(t *testing.T) {
 		assertRelease(t, newWorkload(ctx, t, lifecycleCluster), binaries.DefaultKubernetesVersion)
 	})
+	t.Run("node image stores in memory", func(t *testing.T) { assertRuntimeStorage(t, lifecycleCluster, "tmpfs") })
 
 	// A second cluster alongside the first, with the other kube-proxy mode and the oldest
 	// Kubernetes release: clusters must get disjoint ranges and work at the same time (datapath
@@ -85,9 +87,10 @@ func TestClusterLifecycle(t *testing.T) {
 	t.Run("second cluster at once, kube-proxy iptables, Kubernetes "+oldest, func(t *testing.T) {
 		const second = "cnbe2eb"
 		defer forceDelete(second)
-		if out, err := cli(ctx, "cluster", "create", "--name", second, "--proxy-mode", "iptables", "--kubernetes-version", oldest); err != nil {
+		if out, err := cli(ctx, "cluster", "create", "--name", second, "--proxy-mode", "iptables", "--kubernetes-version", oldest, "--runtime-on-disk"); err != nil {
 			t.Fatalf("create: %v\n%s", err, out)
 		}
+		assertRuntimeStorage(t, second, "disk")
 		if a, b := spec.Plan().Block(), readSpec(t, second).Plan().Block(); a.String() == b.String() {
 			t.Fatalf("both clusters got %s", a)
 		}
@@ -317,4 +320,30 @@ func clusterInotify(t *testing.T, name string) int {
 		}
 	}
 	return n
+}
+
+// assertRuntimeStorage checks where each node's containerd keeps its images: "tmpfs" (a tmpfs
+// mounted on its root directory, the default) or "disk" (no mount there, --runtime-on-disk).
+func assertRuntimeStorage(t *testing.T, name, want string) {
+	t.Helper()
+	mounts, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := 1; i <= 2; i++ {
+		root := filepath.Join(cluster.DefaultLayout().Dir(name), "nodes", fmt.Sprintf("node%d", i), "containerd", "root")
+		got := "disk"
+		for _, line := range strings.Split(string(mounts), "\n") {
+			// mountinfo: ID parent major:minor root mountpoint options... - fstype source superoptions
+			f := strings.Fields(line)
+			if len(f) > 4 && f[4] == root {
+				if sep := strings.Index(line, " - "); sep >= 0 {
+					got = strings.Fields(line[sep+3:])[0]
+				}
+			}
+		}
+		if got != want {
+			t.Errorf("%s: containerd's root is on %s, want %s", root, got, want)
+		}
+	}
 }

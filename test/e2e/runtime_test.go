@@ -38,7 +38,7 @@ workloads:
   - {kind: cpu, threads: 1}
   - {kind: memory, threads: 1}
 repetitions: 2
-duration: 2s
+duration: 1s
 warmup: 1s
 pods: round
 `
