@@ -13,6 +13,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"os"
@@ -282,7 +283,10 @@ func (c *child) alive() bool {
 	}
 }
 
-// waitListening polls the port on loopback: every server listens on every address.
+// waitListening waits until a socket listens on port, as the kernel's socket table shows it. A
+// probe connection would not do: iperf3 takes any connection for a test, and after that one
+// fails it closes and reopens its listening socket, so a client that connects in that moment
+// (a run's first sample) is refused.
 func (c *child) waitListening(ctx context.Context, port int) error {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
@@ -290,16 +294,38 @@ func (c *child) waitListening(ctx context.Context, port int) error {
 		if !c.alive() {
 			return fmt.Errorf("exited: %s", strings.TrimSpace(c.output.String()))
 		}
-		conn, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)), time.Second)
-		if err == nil {
-			return conn.Close()
+		ok, err := listening(port)
+		if err != nil || ok {
+			return err
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("not listening after 10s: %w", err)
+			return errors.New("not listening after 10s")
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// listening reports whether a TCP socket listens on port, on any address of either family.
+func listening(port int) (bool, error) {
+	suffix := fmt.Sprintf(":%04X", port)
+	for _, table := range []string{"/proc/net/tcp", "/proc/net/tcp6"} {
+		data, err := os.ReadFile(table)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // a kernel without IPv6
+		}
+		if err != nil {
+			return false, fmt.Errorf("read %s: %w", table, err)
+		}
+		for _, line := range strings.Split(string(data), "\n") {
+			// sl local_address rem_address st ...; st 0A is LISTEN.
+			f := strings.Fields(line)
+			if len(f) > 3 && f[3] == "0A" && strings.HasSuffix(f[1], suffix) {
+				return true, nil
+			}
+		}
+	}
+	return false, nil
 }
 
 func (c *child) stop() {

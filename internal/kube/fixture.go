@@ -262,13 +262,21 @@ func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
 	return p
 }
 
+// serverStartSeconds is how long a server container may take to listen before the kubelet
+// restarts it (a gVisor sandbox on a busy node takes seconds).
+const serverStartSeconds = 120
+
 func (s FixtureSpec) container(name string, argv []string, port int) corev1.Container {
 	c := corev1.Container{Name: name, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: argv}
 	if port > 0 {
-		// Ready means listening: the first sample must not race the server's start.
-		c.ReadinessProbe = &corev1.Probe{
-			ProbeHandler:  corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
-			PeriodSeconds: 1,
+		// Ready means listening: the first sample must not race the server's start. A startup
+		// probe, not a readiness probe: probing stops once the server listens, where a
+		// readiness probe would connect every second for the pod's life, on the measured path
+		// and, to iperf3, as a test it refuses while one runs.
+		c.StartupProbe = &corev1.Probe{
+			ProbeHandler:     corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}},
+			PeriodSeconds:    1,
+			FailureThreshold: serverStartSeconds,
 		}
 	}
 	return c
