@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/spf13/cobra"
 )
 
@@ -45,12 +46,12 @@ func newClusterCreateCommand() *cobra.Command {
 	}
 	f := cmd.Flags()
 	f.StringVar(&o.Name, "name", "default", "cluster name (1-11 characters: a-z, 0-9, '-')")
-	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", cluster.MaxNodes))
+	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", lab.MaxNodes))
 	f.StringVar(&o.Datapath, "datapath", "bridge", "pod network: "+strings.Join(datapath.Names(), ", "))
-	f.StringVar(&o.ProxyMode, "proxy-mode", "", "kube-proxy mode: "+strings.Join(cluster.ProxyModes(), ", ")+" (default nftables; none, the default, for a datapath that replaces kube-proxy)")
-	f.StringVar(&o.KubernetesVersion, "kubernetes-version", binaries.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(binaries.KubernetesVersions(), ", ")+" (built on first use)")
-	f.StringVar(&o.CRI, "cri", cluster.CRIContainerd, "the nodes' container runtime interface: "+strings.Join(cluster.CRIs(), ", ")+" (crio is built on first use)")
-	f.StringSliceVar(&o.Runtimes, "runtimes", nil, "OCI runtime handlers, each with a RuntimeClass of its name: "+strings.Join(cluster.RuntimeHandlers(), ", ")+" (default runc,crun; runc always; runsc is gVisor, built on first use; CRI-O offers runc only)")
+	f.StringVar(&o.ProxyMode, "proxy-mode", "", "kube-proxy mode: "+strings.Join(lab.ProxyModes(), ", ")+" (default nftables; none, the default, for a datapath that replaces kube-proxy)")
+	f.StringVar(&o.KubernetesVersion, "kubernetes-version", lab.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(lab.KubernetesVersions(), ", ")+" (built on first use)")
+	f.StringVar(&o.CRI, "cri", lab.CRIContainerd, "the nodes' container runtime interface: "+strings.Join(lab.CRIs(), ", ")+" (crio is built on first use)")
+	f.StringSliceVar(&o.Runtimes, "runtimes", nil, "OCI runtime handlers, each with a RuntimeClass of its name: "+strings.Join(lab.RuntimeHandlers(), ", ")+" (default runc,crun; runc always; runsc is gVisor, built on first use; CRI-O offers runc only)")
 	f.BoolVar(&o.GatewayAPI, "gateway-api", false, "give the cluster the Gateway API split (its CRDs; Traefik and k6 in the tools image, built on first use)")
 	f.BoolVar(&o.RuntimeOnDisk, "runtime-on-disk", false, "keep each node's containerd image store on disk (default: a tmpfs, 340 MB of memory a node with the default images; create and delete are faster)")
 	f.StringVar(&o.Subnet, "subnet", "", "pin the cluster's /16 (10.200.0.0/16-10.254.0.0/16); default: the first free one")

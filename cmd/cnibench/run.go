@@ -8,6 +8,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/compare"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
 )
@@ -98,7 +99,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
 	f.StringVar(&policies, "network-policies", "", "measure each target under these NetworkPolicy variants, a local cluster each: none, allow (a policy admitting the client to the servers), with +N unrelated policies (e.g. none,allow,allow+100,allow+1000)")
 	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables; none for a datapath that replaces kube-proxy)")
-	f.StringVar(&o.Overrides.Kubernetes, "kubernetes-version", "", "local cluster Kubernetes release: "+strings.Join(binaries.KubernetesVersions(), ", ")+" (default the first)")
+	f.StringVar(&o.Overrides.Kubernetes, "kubernetes-version", "", "local cluster Kubernetes release: "+strings.Join(lab.KubernetesVersions(), ", ")+" (default the first)")
 	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
 	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost, egress, egress-gateway")
 	f.StringVar(&pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")

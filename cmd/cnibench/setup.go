@@ -2,6 +2,7 @@ package main
 
 import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/spf13/cobra"
 )
 
@@ -36,6 +37,6 @@ Kubernetes release) builds it on first use; --all builds everything now.`,
 	f := cmd.Flags()
 	f.StringVar(&o.cacheDir, "cache-dir", binaries.DefaultDir(), "where built binaries are cached (env CNIBENCH_CACHE)")
 	f.BoolVar(&o.all, "all", false, "build every component: all datapaths and every Kubernetes release")
-	f.StringVar(&o.k8s, "kubernetes-version", binaries.DefaultKubernetesVersion, "the Kubernetes release to build (without --all)")
+	f.StringVar(&o.k8s, "kubernetes-version", lab.DefaultKubernetesVersion, "the Kubernetes release to build (without --all)")
 	return cmd
 }

@@ -10,8 +10,6 @@ import (
 const (
 	firstBlockOctet = 200
 	maxClusters     = 55 // 10.200.0.0/16 .. 10.254.0.0/16
-	// MaxNodes bounds --nodes: node i uses underlay 10.B.0.(10+i) and pod subnet 10.B.(128+i).0/24.
-	MaxNodes = 50
 )
 
 // Plan is the address plan of one cluster, derived from its index alone so that delete can

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func mustCIDR(t *testing.T, s string) *net.IPNet {
@@ -34,7 +36,7 @@ func TestPlanRangesAreDisjointAndInsideBlock(t *testing.T) {
 			}
 		}
 	}
-	for i := 1; i <= MaxNodes; i++ {
+	for i := 1; i <= lab.MaxNodes; i++ {
 		if !p.ClusterCIDR().Contains(p.PodCIDR(i).IP) || !p.Underlay().Contains(p.NodeIP(i)) {
 			t.Errorf("node %d: pod CIDR %s or node IP %s out of range", i, p.PodCIDR(i), p.NodeIP(i))
 		}
@@ -155,7 +157,7 @@ func TestValidateOptionsNamesTheFlag(t *testing.T) {
 		{func(o *Options) { o.Name = "UPPER" }, "--name"},
 		{func(o *Options) { o.Name = "twelve-chars" }, "--name"},
 		{func(o *Options) { o.Nodes = 0 }, "--nodes 0"},
-		{func(o *Options) { o.Nodes = MaxNodes + 1 }, "--nodes"},
+		{func(o *Options) { o.Nodes = lab.MaxNodes + 1 }, "--nodes"},
 		{func(o *Options) { o.Datapath = "weave" }, `--datapath "weave": expected one of bridge`},
 		{func(o *Options) { o.ProxyMode = "ipvs" }, `--proxy-mode "ipvs"`},
 		{func(o *Options) { o.Wait = 0 }, "--wait"},

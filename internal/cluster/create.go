@@ -17,6 +17,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/cnibench/cnibench/internal/lab"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -53,9 +54,6 @@ type Options struct {
 	Cache  binaries.Cache
 }
 
-// ProxyModes are the kube-proxy modes this kernel supports (no IPVS here).
-func ProxyModes() []string { return []string{"nftables", "iptables"} }
-
 // creator carries the state of one create.
 type creator struct {
 	layout Layout
@@ -82,17 +80,17 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	if err := ValidateName(o.Name); err != nil {
 		return nil, err
 	}
-	if o.Nodes < 1 || o.Nodes > MaxNodes {
-		return nil, fmt.Errorf("--nodes %d: expected a whole number from 1 to %d", o.Nodes, MaxNodes)
+	if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
+		return nil, fmt.Errorf("--nodes %d: expected a whole number from 1 to %d", o.Nodes, lab.MaxNodes)
 	}
 	dp, err := datapath.Lookup(o.Datapath)
 	if err != nil {
 		return nil, err
 	}
 	if o.ProxyMode == "" {
-		o.ProxyMode = datapath.DefaultProxyMode(o.Datapath)
+		o.ProxyMode = lab.DefaultProxyMode(o.Datapath)
 	}
-	if err := datapath.CheckProxyMode(dp, o.ProxyMode, ProxyModes()); err != nil {
+	if err := datapath.CheckProxyMode(dp, o.ProxyMode, lab.ProxyModes()); err != nil {
 		return nil, err
 	}
 	if o.Wait <= 0 {
@@ -108,16 +106,16 @@ func (o *Options) validate() (datapath.Datapath, error) {
 		o.Cache = binaries.Cache{Dir: binaries.DefaultDir()}
 	}
 	if o.KubernetesVersion == "" {
-		o.KubernetesVersion = binaries.DefaultKubernetesVersion
+		o.KubernetesVersion = lab.DefaultKubernetesVersion
 	}
 	if _, err := binaries.KubernetesComponent(o.KubernetesVersion); err != nil {
 		return nil, err
 	}
 	if o.CRI == "" {
-		o.CRI = CRIContainerd
+		o.CRI = lab.CRIContainerd
 	}
-	if !slices.Contains(CRIs(), o.CRI) {
-		return nil, fmt.Errorf("--cri: %q: expected one of %s", o.CRI, strings.Join(CRIs(), ", "))
+	if !slices.Contains(lab.CRIs(), o.CRI) {
+		return nil, fmt.Errorf("--cri: %q: expected one of %s", o.CRI, strings.Join(lab.CRIs(), ", "))
 	}
 	rts, err := normalizeRuntimes(o.CRI, o.Runtimes)
 	if err != nil {
@@ -150,7 +148,7 @@ func Create(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	c.spec.ImageStore = ImageStoreTmpfs
-	if o.RuntimeOnDisk || c.spec.ContainerRuntime() == CRICrio {
+	if o.RuntimeOnDisk || c.spec.ContainerRuntime() == lab.CRICrio {
 		c.spec.ImageStore = ImageStoreDisk
 	}
 	defer func() {

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // crioDir holds everything of node i's CRI-O: configuration, image storage, state, sockets.
@@ -131,7 +132,7 @@ enable_nri = false
 		filepath.Join(d, "run", "version"), filepath.Join(d, "lib", "version"), filepath.Join(d, "lib", "clean.shutdown"),
 		c.crioSocket(i), filepath.Join(d, "ns"), c.bin(binaries.PinnsBinary), filepath.Join(d, "run", "exits"),
 		filepath.Join(d, "run", "attach"), filepath.Join(d, "hooks.d"), filepath.Join(d, "cdi"), filepath.Join(d, "irqbalance"),
-		wrapper, c.handlerRoot(i, RuntimeRunc), c.spec.Images.Pause, filepath.Join(d, "policy.json"), filepath.Join(d, "tmp"),
+		wrapper, c.handlerRoot(i, lab.RuntimeRunc), c.spec.Images.Pause, filepath.Join(d, "policy.json"), filepath.Join(d, "tmp"),
 		node.CNIConfDir, c.cniBinDir())
 }
 

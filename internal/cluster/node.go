@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
+	"github.com/cnibench/cnibench/internal/lab"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 )
@@ -23,7 +24,7 @@ func (c *creator) containerdSocket(i int) string {
 
 // criSocket is node i's CRI endpoint, the kubelet's runtime.
 func (c *creator) criSocket(i int) string {
-	if c.spec.ContainerRuntime() == CRICrio {
+	if c.spec.ContainerRuntime() == lab.CRICrio {
 		return c.crioSocket(i)
 	}
 	return c.containerdSocket(i)
@@ -31,7 +32,7 @@ func (c *creator) criSocket(i int) string {
 
 // startRuntime starts node i's CRI with the cluster's images in its storage.
 func (c *creator) startRuntime(ctx context.Context, i int) error {
-	if c.spec.ContainerRuntime() == CRICrio {
+	if c.spec.ContainerRuntime() == lab.CRICrio {
 		return c.startCRIO(ctx, i)
 	}
 	if err := c.startContainerd(ctx, i); err != nil {

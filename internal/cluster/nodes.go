@@ -11,6 +11,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/kubernetes"
@@ -57,7 +58,7 @@ func (c *creator) startNodes(ctx context.Context) error {
 		if err := c.startKubelet(ctx, i); err != nil {
 			return err
 		}
-		if c.spec.ProxyMode == datapath.ProxyNone {
+		if c.spec.ProxyMode == lab.ProxyNone {
 			return nil
 		}
 		return c.startKubeProxy(ctx, i)

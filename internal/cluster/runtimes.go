@@ -8,24 +8,8 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
-
-// OCI runtime handlers a local cluster can offer. Each has a RuntimeClass of the same name.
-const (
-	RuntimeRunc  = "runc"  // Debian's runc, containerd's default handler
-	RuntimeCrun  = "crun"  // Debian's crun, through crunWrapper
-	RuntimeRunsc = "runsc" // gVisor, built from the module proxy on first use
-	RuntimeYouki = "youki" // youki (Rust), built from crates.io on first use
-)
-
-// RuntimeHandlers lists every handler a local cluster can offer.
-func RuntimeHandlers() []string {
-	return []string{RuntimeRunc, RuntimeCrun, RuntimeRunsc, RuntimeYouki}
-}
-
-// DefaultRuntimes are the handlers a cluster offers unless told otherwise: the ones that need
-// no build.
-func DefaultRuntimes() []string { return []string{RuntimeRunc, RuntimeCrun} }
 
 // GVisorPlatform is the gVisor platform the runsc handler uses: systrap works on this kind of
 // machine (and is upstream's default); kvm fails at vCPU setup without nested virtualisation.
@@ -35,9 +19,9 @@ const GVisorPlatform = "systrap"
 // order, with runc always present (it is the default handler every pod without a RuntimeClass
 // uses).
 func normalizeRuntimes(cri string, list []string) ([]string, error) {
-	offered := HandlersFor(cri)
+	offered := lab.HandlersFor(cri)
 	if len(list) == 0 {
-		return DefaultRuntimes()[:min(len(offered), len(DefaultRuntimes()))], nil
+		return lab.DefaultRuntimes()[:min(len(offered), len(lab.DefaultRuntimes()))], nil
 	}
 	for _, r := range list {
 		if !slices.Contains(offered, r) {
@@ -45,8 +29,8 @@ func normalizeRuntimes(cri string, list []string) ([]string, error) {
 		}
 	}
 	var out []string
-	for _, r := range RuntimeHandlers() {
-		if r == RuntimeRunc || slices.Contains(list, r) {
+	for _, r := range lab.RuntimeHandlers() {
+		if r == lab.RuntimeRunc || slices.Contains(list, r) {
 			out = append(out, r)
 		}
 	}
@@ -57,7 +41,7 @@ func normalizeRuntimes(cri string, list []string) ([]string, error) {
 // selectable offered the defaults.
 func (s Spec) Handlers() []string {
 	if len(s.Runtimes) == 0 {
-		return DefaultRuntimes()
+		return lab.DefaultRuntimes()
 	}
 	return s.Runtimes
 }
@@ -65,7 +49,7 @@ func (s Spec) Handlers() []string {
 // ContainerRuntime is the nodes' CRI; state written before CRI-O ran containerd.
 func (s Spec) ContainerRuntime() string {
 	if s.CRI == "" {
-		return CRIContainerd
+		return lab.CRIContainerd
 	}
 	return s.CRI
 }
@@ -73,13 +57,13 @@ func (s Spec) ContainerRuntime() string {
 // runtimeComponents are the components the CRI and the handlers need built.
 func runtimeComponents(cri string, handlers []string) ([]binaries.Component, error) {
 	var need []string
-	if cri == CRICrio {
+	if cri == lab.CRICrio {
 		need = append(need, binaries.CRIOBinary, binaries.PinnsBinary)
 	}
-	if slices.Contains(handlers, RuntimeRunsc) {
+	if slices.Contains(handlers, lab.RuntimeRunsc) {
 		need = append(need, binaries.RunscBinary, binaries.RunscShimBinary)
 	}
-	if slices.Contains(handlers, RuntimeYouki) {
+	if slices.Contains(handlers, lab.RuntimeYouki) {
 		need = append(need, binaries.YoukiBinary)
 	}
 	return binaries.Providing(need)
@@ -97,22 +81,22 @@ func (c *creator) runtimeSections(i int) (string, error) {
 	const prefix = `    [plugins."io.containerd.cri.v1.runtime".containerd.runtimes.`
 	for _, h := range c.spec.Handlers() {
 		switch h {
-		case RuntimeRunc, RuntimeCrun, RuntimeYouki:
+		case lab.RuntimeRunc, lab.RuntimeCrun, lab.RuntimeYouki:
 			// youki speaks runc's command line, so containerd's runc shim drives it as is.
 			binary := "runc"
 			switch h {
-			case RuntimeCrun:
+			case lab.RuntimeCrun:
 				var err error
 				if binary, err = c.writeCrunWrapper(); err != nil {
 					return "", err
 				}
-			case RuntimeYouki:
+			case lab.RuntimeYouki:
 				binary = c.bin(binaries.YoukiBinary)
 			}
 			fmt.Fprintf(&b, "%s%s]\n      runtime_type = \"io.containerd.runc.v2\"\n", prefix, h)
 			fmt.Fprintf(&b, "%s%s.options]\n        BinaryName = %q\n        Root = %q\n        SystemdCgroup = false\n",
 				prefix, h, binary, c.handlerRoot(i, h))
-		case RuntimeRunsc:
+		case lab.RuntimeRunsc:
 			conf, err := c.writeRunscConfig(i)
 			if err != nil {
 				return "", err
@@ -128,7 +112,7 @@ func (c *creator) runtimeSections(i int) (string, error) {
 // writeRunscConfig writes node i's gVisor shim configuration: the runsc binary from the cache,
 // its state under the node's directory, and the platform.
 func (c *creator) writeRunscConfig(i int) (string, error) {
-	root := c.handlerRoot(i, RuntimeRunsc)
+	root := c.handlerRoot(i, lab.RuntimeRunsc)
 	if err := os.MkdirAll(root, 0o711); err != nil {
 		return "", fmt.Errorf("node %d: runsc root: %w", i, err)
 	}
@@ -143,22 +127,4 @@ root = %q
 		return "", fmt.Errorf("write runsc config of node %d: %w", i, err)
 	}
 	return path, nil
-}
-
-// Container runtime interfaces a local cluster's nodes can run.
-const (
-	CRIContainerd = "containerd"
-	CRICrio       = "crio"
-)
-
-// CRIs lists the container runtime interfaces a local cluster can run.
-func CRIs() []string { return []string{CRIContainerd, CRICrio} }
-
-// HandlersFor lists the runtime handlers a CRI offers here. CRI-O offers runc only: Debian's
-// crun 1.8 is too old for CRI-O 1.34, and runsc did not start under it.
-func HandlersFor(cri string) []string {
-	if cri == CRICrio {
-		return []string{RuntimeRunc}
-	}
-	return RuntimeHandlers()
 }

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func TestNormalizeRuntimes(t *testing.T) {
@@ -21,7 +22,7 @@ func TestNormalizeRuntimes(t *testing.T) {
 		{[]string{"runsc", "crun", "runc", "crun"}, []string{"runc", "crun", "runsc"}, ""},
 		{[]string{"kata"}, nil, `--runtimes: "kata": with CRI containerd, expected handlers from runc, crun, runsc, youki`},
 	} {
-		got, err := normalizeRuntimes(CRIContainerd, c.in)
+		got, err := normalizeRuntimes(lab.CRIContainerd, c.in)
 		if c.err != "" {
 			if err == nil || err.Error() != c.err {
 				t.Errorf("%v: error %v, want %q", c.in, err, c.err)
@@ -32,13 +33,13 @@ func TestNormalizeRuntimes(t *testing.T) {
 			t.Errorf("%v: got %v, %v; want %v", c.in, got, err, c.want)
 		}
 	}
-	if got, err := normalizeRuntimes(CRICrio, nil); err != nil || !reflect.DeepEqual(got, []string{"runc"}) {
+	if got, err := normalizeRuntimes(lab.CRICrio, nil); err != nil || !reflect.DeepEqual(got, []string{"runc"}) {
 		t.Errorf("CRI-O's default handlers: %v, %v", got, err)
 	}
-	if _, err := normalizeRuntimes(CRICrio, []string{"crun"}); err == nil {
+	if _, err := normalizeRuntimes(lab.CRICrio, []string{"crun"}); err == nil {
 		t.Error("crun under CRI-O: want an error")
 	}
-	if got := (Spec{}).Handlers(); !reflect.DeepEqual(got, DefaultRuntimes()) {
+	if got := (Spec{}).Handlers(); !reflect.DeepEqual(got, lab.DefaultRuntimes()) {
 		t.Errorf("state without runtimes offers %v, want the defaults", got)
 	}
 }
@@ -48,7 +49,7 @@ func TestNormalizeRuntimes(t *testing.T) {
 func TestRuntimeSections(t *testing.T) {
 	dir := t.TempDir()
 	c := &creator{layout: Layout{Root: dir}, cache: binaries.Cache{Dir: "/cache"},
-		spec: Spec{Name: "t", Runtimes: RuntimeHandlers()}}
+		spec: Spec{Name: "t", Runtimes: lab.RuntimeHandlers()}}
 	if err := os.MkdirAll(c.nodeDir(1), 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestRuntimeSections(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, h := range RuntimeHandlers() {
+	for _, h := range lab.RuntimeHandlers() {
 		if n := strings.Count(out, `containerd.runtimes.`+h+`]`); n != 1 {
 			t.Errorf("handler %s appears %d times:\n%s", h, n, out)
 		}
@@ -96,13 +97,13 @@ func TestRuntimeComponents(t *testing.T) {
 		}
 		return out
 	}
-	if got := names(CRICrio, RuntimeRunc); !reflect.DeepEqual(got, []string{binaries.CRIO}) {
+	if got := names(lab.CRICrio, lab.RuntimeRunc); !reflect.DeepEqual(got, []string{binaries.CRIO}) {
 		t.Errorf("CRI-O with runc builds %v", got)
 	}
-	if got := names(CRIContainerd, RuntimeRunc, RuntimeCrun); len(got) != 0 {
+	if got := names(lab.CRIContainerd, lab.RuntimeRunc, lab.RuntimeCrun); len(got) != 0 {
 		t.Errorf("containerd with runc and crun builds %v", got)
 	}
-	if got := names(CRIContainerd, RuntimeRunsc, RuntimeYouki); !reflect.DeepEqual(got, []string{binaries.GVisor, binaries.Youki}) {
+	if got := names(lab.CRIContainerd, lab.RuntimeRunsc, lab.RuntimeYouki); !reflect.DeepEqual(got, []string{binaries.GVisor, binaries.Youki}) {
 		t.Errorf("runsc and youki build %v", got)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -110,7 +111,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 		err = cluster.Create(ctx, cluster.Options{
 			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, KubernetesVersion: l.Kubernetes, Wait: 3 * time.Minute,
-			CRI: l.CRI, Runtimes: append(cluster.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
+			CRI: l.CRI, Runtimes: append(lab.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
 			Out: indent(r.opts.Out), Layout: r.opts.Layout, Cache: r.opts.Cache,
 		})
 		if err != nil {

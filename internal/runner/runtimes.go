@@ -8,6 +8,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -45,17 +46,17 @@ func clusterKey(t suite.Target) string {
 func localRuntimeFacts(ctx context.Context, runtimeClass string, cache binaries.Cache) map[string]string {
 	handler := runtimeClass
 	if handler == "" {
-		handler = cluster.RuntimeRunc
+		handler = lab.RuntimeRunc
 	}
 	facts := map[string]string{"oci_runtime": handler}
 	bin := handler
 	switch handler {
-	case cluster.RuntimeRunsc:
+	case lab.RuntimeRunsc:
 		bin = cache.Path(binaries.RunscBinary)
 		facts["gvisor_platform"] = cluster.GVisorPlatform
-	case cluster.RuntimeYouki:
+	case lab.RuntimeYouki:
 		bin = cache.Path(binaries.YoukiBinary)
-	case cluster.RuntimeCrun:
+	case lab.RuntimeCrun:
 		facts["oci_runtime_note"] = "Debian crun in a private mount namespace without the cgroup2 mount (hybrid host)"
 	}
 	if v := firstLine(ctx, bin, "--version"); v != "" {

@@ -76,10 +76,6 @@ func ParseNetworkPolicies(list string) ([]NetworkPolicy, error) {
 	return out, nil
 }
 
-// policyEnforcer is implemented by datapaths that enforce NetworkPolicy; a policy variant on a
-// datapath that ignores policies would measure nothing and is refused.
-type policyEnforcer interface{ EnforcesNetworkPolicy() bool }
-
 // withPolicyVariants replaces each target by one target per variant. Local targets get a
 // cluster each, so the variants do not see each other's policies; a remote target can carry
 // only one variant, since variants sharing a cluster would share its policies.

@@ -6,8 +6,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -36,7 +36,7 @@ func (s Suite) validateRuntimes() []error {
 		if t.Local == nil {
 			continue
 		}
-		offered := cluster.HandlersFor(t.Local.CRI)
+		offered := lab.HandlersFor(t.Local.CRI)
 		for j, rt := range rts {
 			if !slices.Contains(offered, rt) {
 				errs = append(errs, fmt.Errorf("%s[%d]: %q: a local cluster with CRI %s offers %s", field, j, rt, t.Local.CRI, strings.Join(offered, ", ")))
@@ -71,14 +71,14 @@ func checkRuntimeNames(field string, list []string) []error {
 
 // isGVisor reports whether a RuntimeClass name is gVisor's, locally or as clusters commonly
 // name it.
-func isGVisor(name string) bool { return name == cluster.RuntimeRunsc || name == "gvisor" }
+func isGVisor(name string) bool { return name == lab.RuntimeRunsc || name == "gvisor" }
 
 // withCRIVariants replaces each local target by one target per CRI, each on a cluster of its
 // own; a remote cluster's CRI is its own, so it cannot be varied.
 func withCRIVariants(targets []Target, cris []string) ([]Target, error) {
 	for _, cri := range cris {
-		if !slices.Contains(cluster.CRIs(), cri) {
-			return nil, fmt.Errorf("--cri: %q: expected one of %s", cri, strings.Join(cluster.CRIs(), ", "))
+		if !slices.Contains(lab.CRIs(), cri) {
+			return nil, fmt.Errorf("--cri: %q: expected one of %s", cri, strings.Join(lab.CRIs(), ", "))
 		}
 	}
 	var out []Target
@@ -106,7 +106,7 @@ func criCluster(base, cri string) string {
 	if base == "" {
 		base = "default"
 	}
-	suffix := "-" + map[string]string{cluster.CRIContainerd: "ctd"}[cri]
+	suffix := "-" + map[string]string{lab.CRIContainerd: "ctd"}[cri]
 	if suffix == "-" {
 		suffix += cri
 	}

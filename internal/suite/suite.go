@@ -10,10 +10,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
 	"sigs.k8s.io/yaml"
 )
 
@@ -230,7 +228,7 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 // matrix on the local cluster, as precise as ten minutes allow on a 2-core machine.
 func Default() Suite {
 	return Suite{
-		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: binaries.DefaultKubernetesVersion}}},
+		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: lab.DefaultKubernetesVersion}}},
 		// localhost is the floor of every latency figure: the same request/response inside
 		// one pod, no path at all.
 		Paths: []string{HostNetwork, SameNode, CrossNode, Localhost},
@@ -320,16 +318,16 @@ func (l *Local) fillDefaults() {
 		l.Datapath = "bridge"
 	}
 	if l.ProxyMode == "" {
-		l.ProxyMode = datapath.DefaultProxyMode(l.Datapath)
+		l.ProxyMode = lab.DefaultProxyMode(l.Datapath)
 	}
 	if l.Nodes == 0 {
 		l.Nodes = 2
 	}
 	if l.Kubernetes == "" {
-		l.Kubernetes = binaries.DefaultKubernetesVersion
+		l.Kubernetes = lab.DefaultKubernetesVersion
 	}
 	if l.CRI == "" {
-		l.CRI = cluster.CRIContainerd
+		l.CRI = lab.CRIContainerd
 	}
 }
 

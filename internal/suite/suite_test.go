@@ -41,6 +41,7 @@ func TestParseNamesTheBadField(t *testing.T) {
 		"targets: [{name: a}, {name: a}]":                                 `targets[1].name: "a" is used twice`,
 		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]": "workloads[1]: tcp-rr/64B is listed twice",
 		"targets: [{name: a, local: {kubernetes: v1.20.0}}]":              `targets[0].local.kubernetes: "v1.20.0": expected one of v1.37.2`,
+		"targets: [{name: a, local: {nodes: 51}}]":                        "targets[0].local.nodes: expected at most 50, got 51",
 		"pods: sometimes\n":                                               `pods: "sometimes": expected run (deployed once for the run) or round`,
 	}
 	for in, want := range cases {

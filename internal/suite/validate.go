@@ -8,10 +8,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Validate checks the whole suite; every error names its field and the expected value.
@@ -36,15 +34,18 @@ func (s Suite) Validate() error {
 		if t.Local != nil && (t.Local.Nodes < 2) {
 			add("targets[%d].local.nodes: expected at least 2 (cross-node paths need two nodes), got %d", i, t.Local.Nodes)
 		}
+		if t.Local != nil && t.Local.Nodes > lab.MaxNodes {
+			add("targets[%d].local.nodes: expected at most %d, got %d", i, lab.MaxNodes, t.Local.Nodes)
+		}
 		if t.Local != nil {
-			if _, err := datapath.Lookup(t.Local.Datapath); err != nil {
+			if _, err := lab.LookupDatapath(t.Local.Datapath); err != nil {
 				add("targets[%d].local.datapath: %v", i, err)
 			}
-			if !slices.Contains(cluster.CRIs(), t.Local.CRI) {
-				add("targets[%d].local.cri: %q: expected one of %s", i, t.Local.CRI, strings.Join(cluster.CRIs(), ", "))
+			if !slices.Contains(lab.CRIs(), t.Local.CRI) {
+				add("targets[%d].local.cri: %q: expected one of %s", i, t.Local.CRI, strings.Join(lab.CRIs(), ", "))
 			}
-			if _, err := binaries.KubernetesComponent(t.Local.Kubernetes); err != nil {
-				add("targets[%d].local.kubernetes: %q: expected one of %s", i, t.Local.Kubernetes, strings.Join(binaries.KubernetesVersions(), ", "))
+			if err := lab.CheckKubernetesVersion(t.Local.Kubernetes); err != nil {
+				add("targets[%d].local.kubernetes: %v", i, err)
 			}
 			if clusters[t.Local.Cluster] {
 				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Cluster)
@@ -144,28 +145,16 @@ func validatePolicy(i int, t Target) []error {
 	if !p.Any() || t.Local == nil {
 		return errs
 	}
-	dp, err := datapath.Lookup(t.Local.Datapath)
+	dp, err := lab.LookupDatapath(t.Local.Datapath)
 	if err != nil {
 		return errs // reported with the datapath field
 	}
-	if e, ok := dp.(policyEnforcer); !ok || !e.EnforcesNetworkPolicy() {
+	if !dp.EnforcesNetworkPolicy {
+		enforcing := lab.DatapathsWhere(func(d lab.Datapath) bool { return d.EnforcesNetworkPolicy })
 		errs = append(errs, fmt.Errorf("targets[%d].networkPolicy: datapath %s does not enforce NetworkPolicy, so %s would measure nothing; expected a datapath that does (%s)",
-			i, t.Local.Datapath, p, strings.Join(enforcingDatapaths(), ", ")))
+			i, t.Local.Datapath, p, strings.Join(enforcing, ", ")))
 	}
 	return errs
-}
-
-// enforcingDatapaths lists the datapaths that enforce NetworkPolicy.
-func enforcingDatapaths() []string {
-	var out []string
-	for _, name := range datapath.Names() {
-		if dp, err := datapath.Lookup(name); err == nil {
-			if e, ok := dp.(policyEnforcer); ok && e.EnforcesNetworkPolicy() {
-				out = append(out, name)
-			}
-		}
-	}
-	return out
 }
 
 // LocalPodsPerNode is how many benchmark pods a local cluster's node takes: its kubelets admit

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -72,7 +73,7 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 		}
 		if dp == "calico-vxlan" {
 			// calico-ipam's blocks are carved from each node's own pool.
-			blocks, err := runCmd(ctx, binaries.Default().KubectlPath(binaries.DefaultKubernetesVersion), "--kubeconfig", w.kubeconfig,
+			blocks, err := runCmd(ctx, binaries.Default().KubectlPath(lab.DefaultKubernetesVersion), "--kubeconfig", w.kubeconfig,
 				"get", "blockaffinities.crd.projectcalico.org", "-o", "jsonpath={range .items[*]}{.spec.node} {.spec.cidr}{\"\\n\"}{end}")
 			if err != nil {
 				t.Fatal(err)

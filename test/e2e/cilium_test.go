@@ -16,6 +16,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/hostsnap"
+	"github.com/cnibench/cnibench/internal/lab"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -181,7 +182,7 @@ func (w *workload) networkPolicy(t *testing.T) {
 
 // tryIperf runs a short iperf3 TCP test that may fail, bounded by a connect timeout.
 func (w *workload) tryIperf(client, target string) error {
-	kubectl := binaries.Default().KubectlPath(binaries.DefaultKubernetesVersion)
+	kubectl := binaries.Default().KubectlPath(lab.DefaultKubernetesVersion)
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
 	// A dropped SYN is retried for long; timeout bounds the attempt inside the pod itself.

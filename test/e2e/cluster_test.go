@@ -15,6 +15,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -76,14 +77,14 @@ func TestClusterLifecycle(t *testing.T) {
 	})
 
 	t.Run("runs the default Kubernetes release", func(t *testing.T) {
-		assertRelease(t, newWorkload(ctx, t, lifecycleCluster), binaries.DefaultKubernetesVersion)
+		assertRelease(t, newWorkload(ctx, t, lifecycleCluster), lab.DefaultKubernetesVersion)
 	})
 	t.Run("node image stores in memory", func(t *testing.T) { assertRuntimeStorage(t, lifecycleCluster, "tmpfs") })
 
 	// A second cluster alongside the first, with the other kube-proxy mode and the oldest
 	// Kubernetes release: clusters must get disjoint ranges and work at the same time (datapath
 	// comparisons run them side by side), and older releases stay selectable.
-	oldest := binaries.KubernetesVersions()[len(binaries.KubernetesVersions())-1]
+	oldest := lab.KubernetesVersions()[len(lab.KubernetesVersions())-1]
 	t.Run("second cluster at once, kube-proxy iptables, Kubernetes "+oldest, func(t *testing.T) {
 		const second = "cnbe2eb"
 		defer forceDelete(second)

@@ -16,10 +16,10 @@ import (
 	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/pki"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport"
@@ -98,7 +98,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 			}
 		}
 		targets, err := db.Targets(ctx, doc.Run.ID)
-		if err != nil || len(targets) != 1 || targets[0].Fingerprint["kubernetes_version"] != binaries.DefaultKubernetesVersion || targets[0].Fingerprint["pod_mtu"] == "" {
+		if err != nil || len(targets) != 1 || targets[0].Fingerprint["kubernetes_version"] != lab.DefaultKubernetesVersion || targets[0].Fingerprint["pod_mtu"] == "" {
 			t.Errorf("targets: %+v, %v", targets, err)
 		}
 	})

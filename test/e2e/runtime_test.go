@@ -14,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -141,13 +142,13 @@ func checkPod(ctx context.Context, t *testing.T, c *kube.Client, name string, p 
 	if want := map[string]string{runtimeCluster: "containerd", crioCluster: "cri-o"}[name]; cri != want {
 		return fmt.Sprintf("pod %s/%s on %s: container of %s, want %s", p.Namespace, p.Name, name, cri, want)
 	}
-	for _, h := range cluster.HandlersFor(map[string]string{runtimeCluster: cluster.CRIContainerd, crioCluster: cluster.CRICrio}[name]) {
+	for _, h := range lab.HandlersFor(map[string]string{runtimeCluster: lab.CRIContainerd, crioCluster: lab.CRICrio}[name]) {
 		if got := handlerLists(ctx, t, name, p.Spec.NodeName, h, id); got != (h == rc) {
 			return fmt.Sprintf("pod %s/%s (RuntimeClass %q): listed by %s: %v", p.Namespace, p.Name, rc, h, got)
 		}
 	}
 	out, err := c.Exec(ctx, p.Namespace, p.Name, kube.ClientContainer, []string{"cat", "/proc/version"})
-	if gvisor := strings.Contains(string(out), "gvisor"); err != nil || gvisor != (rc == cluster.RuntimeRunsc) {
+	if gvisor := strings.Contains(string(out), "gvisor"); err != nil || gvisor != (rc == lab.RuntimeRunsc) {
 		return fmt.Sprintf("pod %s/%s (RuntimeClass %q): /proc/version %q, %v", p.Namespace, p.Name, rc, out, err)
 	}
 	return ""
@@ -155,10 +156,10 @@ func checkPod(ctx context.Context, t *testing.T, c *kube.Client, name string, p 
 
 // checkMost says whether every handler had both pairs' client pods up at some moment.
 func (w *handlerWatch) checkMost(t *testing.T) {
-	for _, h := range append(cluster.RuntimeHandlers(), "crio") {
+	for _, h := range append(lab.RuntimeHandlers(), "crio") {
 		key := runtimeCluster + " " + h
 		if h == "crio" {
-			key = crioCluster + " " + cluster.RuntimeRunc
+			key = crioCluster + " " + lab.RuntimeRunc
 		}
 		if w.most[key] != 2 {
 			t.Errorf("at most %d client pods at once for %s, want 2 (two pairs): %v", w.most[key], key, w.most)
@@ -188,8 +189,8 @@ func handlerLists(ctx context.Context, t *testing.T, clusterName, node, handler,
 		root = filepath.Join(root, "k8s.io")
 	}
 	bin := map[string]string{
-		cluster.RuntimeRunc: "runc", cluster.RuntimeCrun: "crun",
-		cluster.RuntimeRunsc: binaries.Default().Path(binaries.RunscBinary), cluster.RuntimeYouki: binaries.Default().Path(binaries.YoukiBinary),
+		lab.RuntimeRunc: "runc", lab.RuntimeCrun: "crun",
+		lab.RuntimeRunsc: binaries.Default().Path(binaries.RunscBinary), lab.RuntimeYouki: binaries.Default().Path(binaries.YoukiBinary),
 	}[handler]
 	out, _ := runCmd(ctx, bin, "--root", root, "list")
 	return strings.Contains(out, id)
@@ -209,7 +210,7 @@ func checkRuntimeResults(t *testing.T, output string) {
 		if fp["runtime_handler"] != h || fp["oci_runtime"] != h || fp["oci_runtime_version"] == "" {
 			t.Errorf("target %s: fingerprint runtime %q, OCI runtime %q version %q", tg.Name, fp["runtime_handler"], fp["oci_runtime"], fp["oci_runtime_version"])
 		}
-		if (fp["gvisor_platform"] != "") != (h == cluster.RuntimeRunsc) {
+		if (fp["gvisor_platform"] != "") != (h == lab.RuntimeRunsc) {
 			t.Errorf("target %s: gvisor_platform %q", tg.Name, fp["gvisor_platform"])
 		}
 	}

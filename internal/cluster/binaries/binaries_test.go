@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // fakeComponent has a build kind no recipe handles, so any attempt to build
@@ -83,7 +85,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 32 + 6*len(KubernetesVersions()); len(seen) != want {
+	if want := 32 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {
@@ -106,8 +108,8 @@ func TestKubernetesReleasesSideBySide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if def.Version != DefaultKubernetesVersion || KubernetesVersions()[0] != DefaultKubernetesVersion {
-		t.Errorf("Lookup(kubernetes) = %s, versions %v; want the default %s first", def.Version, KubernetesVersions(), DefaultKubernetesVersion)
+	if def.Version != lab.DefaultKubernetesVersion || lab.KubernetesVersions()[0] != lab.DefaultKubernetesVersion {
+		t.Errorf("Lookup(kubernetes) = %s, versions %v; want the default %s first", def.Version, lab.KubernetesVersions(), lab.DefaultKubernetesVersion)
 	}
 	old, err := KubernetesComponent("v1.34.2")
 	if err != nil {
@@ -425,7 +427,7 @@ func TestAdoptFlatKubernetes(t *testing.T) {
 	if err := c.writeStamp(flat); err != nil {
 		t.Fatal(err)
 	}
-	newest, _ := KubernetesComponent(DefaultKubernetesVersion)
+	newest, _ := KubernetesComponent(lab.DefaultKubernetesVersion)
 	if err := c.adoptFlatKubernetes(newest); err != nil || c.upToDate(newest) {
 		t.Fatalf("adopted a v1.34.2 build as %s: err %v", newest.Version, err)
 	}

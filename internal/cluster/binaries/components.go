@@ -7,16 +7,14 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Pinned versions. The Go module proxy serves only some versions of these
 // modules (Kubernetes v1.32.x lacks staging modules there, for example), so
 // these are versions verified to build on the target machine.
 const (
-	// DefaultKubernetesVersion is the Kubernetes release a local cluster
-	// runs unless told otherwise (see KubernetesVersions). kubelet 1.35+
-	// refuses cgroup v1 unless its config sets failCgroupV1: false.
-	DefaultKubernetesVersion = "v1.37.2"
 	// CoreDNSVersion is the CoreDNS release used as cluster DNS.
 	CoreDNSVersion = "v1.15.0"
 	// CNIPluginsVersion is the containernetworking/plugins release.
@@ -178,7 +176,7 @@ func Components() []Component {
 		c.Binaries = binaryNames(c.packages)
 	}
 	all := []Component{cni, coredns, ctd}
-	for _, v := range KubernetesVersions() {
+	for _, v := range lab.KubernetesVersions() {
 		all = append(all, kubernetesComponent(v))
 	}
 	// Datapath, runtime and ingress components live in files of their own (flannel.go,
@@ -197,7 +195,7 @@ func Components() []Component {
 // default release (KubernetesComponent selects another).
 func Lookup(name string) (Component, error) {
 	if name == Kubernetes {
-		return kubernetesComponent(DefaultKubernetesVersion), nil
+		return kubernetesComponent(lab.DefaultKubernetesVersion), nil
 	}
 	var names []string
 	for _, c := range Components() {

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func TestTraefikComponent(t *testing.T) {
@@ -60,7 +62,7 @@ func TestGatewayAPIComponent(t *testing.T) {
 		t.Errorf("Providing = %v", names)
 	}
 	// Optional: the default setup must not build them.
-	base, err := Base(DefaultKubernetesVersion)
+	base, err := Base(lab.DefaultKubernetesVersion)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,27 +4,18 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
-)
 
-// KubernetesVersions are the Kubernetes releases a local cluster can run, newest first: each
-// verified to build from the module proxy (with every staging module published) and to run
-// here. The first is DefaultKubernetesVersion; the others stay selectable for comparisons
-// with what a user's clusters run.
-func KubernetesVersions() []string {
-	return []string{DefaultKubernetesVersion, "v1.34.2"}
-}
+	"github.com/cnibench/cnibench/internal/lab"
+)
 
 // KubernetesComponent returns the build of one Kubernetes release; its binaries live in a
 // directory of their own (bin/kubernetes-<version>/), so releases are cached side by side.
 func KubernetesComponent(version string) (Component, error) {
-	for _, v := range KubernetesVersions() {
-		if v == version {
-			return kubernetesComponent(v), nil
-		}
+	if err := lab.CheckKubernetesVersion(version); err != nil {
+		return Component{}, fmt.Errorf("--kubernetes-version %w", err)
 	}
-	return Component{}, fmt.Errorf("--kubernetes-version %q: expected one of %s", version, strings.Join(KubernetesVersions(), ", "))
+	return kubernetesComponent(version), nil
 }
 
 // KubectlPath is where the kubectl of a Kubernetes release is cached.

@@ -47,9 +47,6 @@ func (d Calico) Name() string {
 // controller-manager's allocation; Calico's IPAM uses the plan's subnets as IP pools.
 func (d Calico) AllocateNodeCIDRs() bool { return d.Canal }
 
-// EnforcesNetworkPolicy reports that felix enforces Kubernetes NetworkPolicy in iptables.
-func (Calico) EnforcesNetworkPolicy() bool { return true }
-
 // Binaries implements WithBinaries.
 func (d Calico) Binaries() []string {
 	b := []string{binaries.CalicoNodeBinary, binaries.CalicoCNIBinary, binaries.CalicoIPAMBinary, binaries.CalicoCRDs}

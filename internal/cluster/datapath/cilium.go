@@ -55,10 +55,6 @@ func (d Cilium) native() bool { return d.Native || d.KPR }
 // them from the Node objects: each agent's Ready writes its node's before the agent needs it.
 func (Cilium) AllocateNodeCIDRs() bool { return false }
 
-// EnforcesNetworkPolicy reports that the agent enforces Kubernetes NetworkPolicy in its BPF
-// datapath, which makes Cilium the datapath for the policy-overhead scenario.
-func (Cilium) EnforcesNetworkPolicy() bool { return true }
-
 // Binaries implements WithBinaries.
 func (Cilium) Binaries() []string {
 	return []string{ciliumAgent, ciliumOperator, ciliumCNI, ciliumDbg, binaries.CiliumBPFArchive}

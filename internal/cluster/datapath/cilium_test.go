@@ -14,6 +14,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func testCiliumCluster(t *testing.T) Cluster {
@@ -207,17 +208,17 @@ func TestCiliumKPR(t *testing.T) {
 	if fp := (Cilium{}).Fingerprint(); fp["cilium_kube_proxy_replacement"] != "false" || fp["cilium_masquerade"] != "iptables" || fp["cilium_tunnel_protocol"] != "vxlan" {
 		t.Errorf("vxlan fingerprint %v", fp)
 	}
-	if DefaultProxyMode("cilium-kpr") != ProxyNone || DefaultProxyMode("cilium-native") != "nftables" {
-		t.Errorf("default proxy modes %s, %s", DefaultProxyMode("cilium-kpr"), DefaultProxyMode("cilium-native"))
+	if lab.DefaultProxyMode("cilium-kpr") != lab.ProxyNone || lab.DefaultProxyMode("cilium-native") != "nftables" {
+		t.Errorf("default proxy modes %s, %s", lab.DefaultProxyMode("cilium-kpr"), lab.DefaultProxyMode("cilium-native"))
 	}
 	modes := []string{"nftables", "iptables"}
 	if err := CheckProxyMode(d, "iptables", modes); err == nil || !strings.Contains(err.Error(), "replaces kube-proxy") {
 		t.Errorf("kpr with kube-proxy: %v", err)
 	}
-	if err := CheckProxyMode(d, ProxyNone, modes); err != nil {
+	if err := CheckProxyMode(d, lab.ProxyNone, modes); err != nil {
 		t.Error(err)
 	}
-	if err := CheckProxyMode(Bridge{}, ProxyNone, modes); err == nil || !strings.Contains(err.Error(), "cilium-kpr") {
+	if err := CheckProxyMode(Bridge{}, lab.ProxyNone, modes); err == nil || !strings.Contains(err.Error(), "cilium-kpr") {
 		t.Errorf("bridge without kube-proxy: %v", err)
 	}
 	if err := CheckProxyMode(Bridge{}, "ipvs", modes); err == nil || !strings.Contains(err.Error(), "--proxy-mode \"ipvs\"") {

@@ -11,6 +11,8 @@ import (
 	"slices"
 	"sort"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Node is what a datapath needs to know of one node.
@@ -82,22 +84,10 @@ type WithoutKubeProxy interface {
 	ReplacesKubeProxy() bool
 }
 
-// ProxyNone is the proxy mode of a cluster whose datapath replaces kube-proxy.
-const ProxyNone = "none"
-
-// DefaultProxyMode is the kube-proxy mode a cluster on the named datapath gets when none is
-// asked for: none where the datapath replaces kube-proxy, nftables otherwise.
-func DefaultProxyMode(name string) string {
-	if dp, err := Lookup(name); err == nil && replacesKubeProxy(dp) {
-		return ProxyNone
-	}
-	return "nftables"
-}
-
 // CheckProxyMode refuses a kube-proxy mode the datapath cannot run with, naming the flag.
 func CheckProxyMode(dp Datapath, mode string, supported []string) error {
 	if replacesKubeProxy(dp) {
-		if mode != ProxyNone {
+		if mode != lab.ProxyNone {
 			return fmt.Errorf("--proxy-mode %q: datapath %s replaces kube-proxy; expected none (or leave the flag out)", mode, dp.Name())
 		}
 		return nil

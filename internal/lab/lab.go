@@ -1,0 +1,147 @@
+// Package lab is the vocabulary of cnibench's local clusters: the container runtime
+// interfaces, runtime handlers, kube-proxy modes, Kubernetes releases and datapaths a local
+// cluster can have, with the facts about each that a suite, the command line and the cluster
+// builder share. It depends on nothing else in cnibench, so the suite schema (and through it
+// the reports) names what a local cluster is without compiling how one is built
+// (internal/cluster).
+package lab
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// Container runtime interfaces (CRIs) a local cluster can run on its nodes.
+const (
+	CRIContainerd = "containerd"
+	CRICrio       = "crio"
+)
+
+// CRIs lists the container runtime interfaces a local cluster can run.
+func CRIs() []string { return []string{CRIContainerd, CRICrio} }
+
+// OCI runtime handlers a local cluster can offer, each with a RuntimeClass of its name.
+const (
+	RuntimeRunc  = "runc"  // Debian's runc, containerd's default handler
+	RuntimeCrun  = "crun"  // Debian's crun, through the cluster's wrapper
+	RuntimeRunsc = "runsc" // gVisor, built from the module proxy on first use
+	RuntimeYouki = "youki" // youki (Rust), built from crates.io on first use
+)
+
+// RuntimeHandlers lists every handler a local cluster can offer.
+func RuntimeHandlers() []string {
+	return []string{RuntimeRunc, RuntimeCrun, RuntimeRunsc, RuntimeYouki}
+}
+
+// DefaultRuntimes are the handlers a cluster offers unless told otherwise: the ones that need
+// no build.
+func DefaultRuntimes() []string { return []string{RuntimeRunc, RuntimeCrun} }
+
+// HandlersFor lists the runtime handlers a CRI offers here. CRI-O offers runc only: Debian's
+// crun 1.8 is too old for CRI-O 1.34, and runsc did not start under it.
+func HandlersFor(cri string) []string {
+	if cri == CRICrio {
+		return []string{RuntimeRunc}
+	}
+	return RuntimeHandlers()
+}
+
+// kube-proxy modes. ProxyNone is the mode of a cluster whose datapath replaces kube-proxy.
+const (
+	ProxyNftables = "nftables"
+	ProxyIptables = "iptables"
+	ProxyNone     = "none"
+)
+
+// ProxyModes lists the kube-proxy modes a cluster whose datapath keeps kube-proxy can run
+// (IPVS is not in this kind of kernel).
+func ProxyModes() []string { return []string{ProxyNftables, ProxyIptables} }
+
+// DefaultKubernetesVersion is the Kubernetes release a local cluster runs unless told
+// otherwise. kubelet 1.35+ refuses cgroup v1 unless its config sets failCgroupV1: false.
+const DefaultKubernetesVersion = "v1.37.2"
+
+// KubernetesVersions lists the Kubernetes releases a local cluster can run, newest (the
+// default) first: each verified to build from the module proxy (with every staging module
+// published) and to run here. The others stay selectable for comparisons with what a user's
+// clusters run.
+func KubernetesVersions() []string {
+	return []string{DefaultKubernetesVersion, "v1.34.2"}
+}
+
+// CheckKubernetesVersion refuses a release that is not selectable.
+func CheckKubernetesVersion(version string) error {
+	if slices.Contains(KubernetesVersions(), version) {
+		return nil
+	}
+	return fmt.Errorf("%q: expected one of %s", version, strings.Join(KubernetesVersions(), ", "))
+}
+
+// MaxNodes bounds a local cluster's nodes: in the cluster's address plan node i has the
+// underlay address 10.B.0.(10+i) and the pod subnet 10.B.(128+i).0/24.
+const MaxNodes = 50
+
+// Datapath is what the rest of cnibench knows about a datapath without building one; its
+// implementation is internal/cluster/datapath, whose tests hold it to these facts.
+type Datapath struct {
+	// Name is the --datapath value.
+	Name string
+	// ReplacesKubeProxy: the cluster runs no kube-proxy (proxy mode ProxyNone).
+	ReplacesKubeProxy bool
+	// EnforcesNetworkPolicy: NetworkPolicy objects take effect.
+	EnforcesNetworkPolicy bool
+}
+
+// Datapaths lists the datapaths a local cluster can have, sorted by name.
+func Datapaths() []Datapath {
+	return []Datapath{
+		{Name: "bridge"},
+		{Name: "calico-vxlan", EnforcesNetworkPolicy: true},
+		{Name: "canal", EnforcesNetworkPolicy: true},
+		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true},
+		{Name: "cilium-native", EnforcesNetworkPolicy: true},
+		{Name: "cilium-vxlan", EnforcesNetworkPolicy: true},
+		{Name: "flannel-host-gw"},
+		{Name: "flannel-vxlan"},
+	}
+}
+
+// DatapathNames lists the datapaths' names, sorted.
+func DatapathNames() []string {
+	var out []string
+	for _, d := range Datapaths() {
+		out = append(out, d.Name)
+	}
+	return out
+}
+
+// LookupDatapath returns the facts of the datapath called name.
+func LookupDatapath(name string) (Datapath, error) {
+	for _, d := range Datapaths() {
+		if d.Name == name {
+			return d, nil
+		}
+	}
+	return Datapath{}, fmt.Errorf("%q: expected one of %s", name, strings.Join(DatapathNames(), ", "))
+}
+
+// DefaultProxyMode is the kube-proxy mode a cluster on the named datapath gets when none is
+// asked for: none where the datapath replaces kube-proxy, nftables otherwise.
+func DefaultProxyMode(datapath string) string {
+	if d, err := LookupDatapath(datapath); err == nil && d.ReplacesKubeProxy {
+		return ProxyNone
+	}
+	return ProxyNftables
+}
+
+// DatapathsWhere lists the names of the datapaths for which keep is true.
+func DatapathsWhere(keep func(Datapath) bool) []string {
+	var out []string
+	for _, d := range Datapaths() {
+		if keep(d) {
+			out = append(out, d.Name)
+		}
+	}
+	return out
+}
