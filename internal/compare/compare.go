@@ -15,12 +15,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
-	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/suite"
 )
 
 // DefaultSeed seeds the bootstrap that stands in for the log-scale interval where a mean is 0,
@@ -358,7 +357,7 @@ func unmatched(x, y side) []Cell {
 		if out[i].Pairs != out[j].Pairs {
 			return out[i].Pairs < out[j].Pairs
 		}
-		pi, pj := pathRank(out[i].Path), pathRank(out[j].Path)
+		pi, pj := analysis.PathRank(out[i].Path), analysis.PathRank(out[j].Path)
 		return pi < pj || pi == pj && out[i].Path < out[j].Path
 	})
 	return out
@@ -494,26 +493,15 @@ func sortRows(rows []Row) {
 		if a.Pairs != b.Pairs {
 			return a.Pairs < b.Pairs
 		}
-		if pa, pb := pathRank(a.Path), pathRank(b.Path); pa != pb || a.Path != b.Path {
+		if pa, pb := analysis.PathRank(a.Path), analysis.PathRank(b.Path); pa != pb || a.Path != b.Path {
 			return pa < pb || pa == pb && a.Path < b.Path
 		}
-		if ma, mb := metricRank(a.Workload, a.Metric), metricRank(b.Workload, b.Metric); ma != mb {
+		if ma, mb := analysis.MetricRank(a.Workload, a.Metric), analysis.MetricRank(b.Workload, b.Metric); ma != mb {
 			return ma < mb
 		}
 		return a.Metric < b.Metric
 	})
 }
-
-// pathRank is a path's position in suite order; unknown paths sort last, by name.
-func pathRank(p string) int {
-	if i := slices.Index(suite.AllPaths(), p); i >= 0 {
-		return i
-	}
-	return len(suite.AllPaths())
-}
-
-// metricRank orders metrics as the report does.
-func metricRank(workload, metric string) int { return report.MetricRank(workload, metric) }
 
 // label is the row's workload with its concurrency.
 func (r Row) label() string { return Cell{Workload: r.Workload, Pairs: r.Pairs}.label() }

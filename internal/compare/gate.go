@@ -5,7 +5,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -40,7 +40,7 @@ func ParseTolerance(s string) (float64, error) {
 func (g Gate) Regressions(res Result) []Row {
 	var out []Row
 	for _, r := range res.Rows {
-		if r.Verdict != stats.VerdictWorse || !report.Headline(report.Row{Metric: r.Metric, Pairs: r.Pairs}) {
+		if r.Verdict != stats.VerdictWorse || !analysis.Headline(analysis.Row{Metric: r.Metric, Pairs: r.Pairs}) {
 			continue
 		}
 		if (r.Direction == "higher" && r.Ratio < 1-g.Tolerance) || (r.Direction == "lower" && r.Ratio > 1+g.Tolerance) {

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -122,7 +123,7 @@ func writeTable(w io.Writer, res Result) error {
 			verdict += " (" + r.Note + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.label(), r.Path, metricLabel(r),
-			count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB), ratio(r.Ratio),
+			count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB), ratio(r.Ratio),
 			interval(r.RatioLow, r.RatioHigh, ", "), rowP(r), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
 	}
 	if err := tw.Flush(); err != nil {
@@ -186,7 +187,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 			}
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.label()), mdCell(r.Path),
-			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), num(r.MeanA), num(r.MeanB),
+			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB),
 			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), rowP(r),
 			res.pColumn(pvalue(r.PAdjusted)+" | "), mdCell(verdict))
 	}
@@ -288,17 +289,6 @@ func count(n, failed int) string {
 		return fmt.Sprint(n)
 	}
 	return fmt.Sprintf("%d (+%d failed)", n, failed)
-}
-
-// num shows 4 significant digits, without an exponent for large values.
-func num(v float64) string {
-	switch {
-	case math.IsNaN(v) || math.IsInf(v, 0):
-		return "-"
-	case math.Abs(v) >= 1e4:
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.4g", v)
 }
 
 // ratio shows three decimals: a 0.1 % difference is the finest any of these measurements

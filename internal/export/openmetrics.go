@@ -10,8 +10,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -183,7 +183,7 @@ func unitOf(name string) string {
 
 // cellSummary is one summary row with the start time of the cell's last sample.
 type cellSummary struct {
-	row  report.Row
+	row  analysis.Row
 	last time.Time
 }
 
@@ -214,7 +214,7 @@ func summariesByMetric(samples []store.Sample) map[string][]cellSummary {
 		}
 	}
 	out := map[string][]cellSummary{}
-	for _, r := range report.Summarize(samples) {
+	for _, r := range analysis.Summarize(samples) {
 		out[r.Metric] = append(out[r.Metric], cellSummary{row: r, last: last[r.Cell()]})
 	}
 	return out

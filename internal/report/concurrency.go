@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 )
@@ -180,8 +181,8 @@ func (m model) addSeries(c *lineChart, rows []reportRow, metric string, onePairI
 					continue
 				}
 				sm := r.Summary
-				tip := fmt.Sprintf("%s%s mean %s %s, 95 %% CI %s, median %s, n=%d", what, metric, num(sm.Mean), r.Unit,
-					ciOf(sm), num(sm.Median), sm.N)
+				tip := fmt.Sprintf("%s%s mean %s %s, 95 %% CI %s, median %s, n=%d", what, metric, analysis.Num(sm.Mean), r.Unit,
+					ciOf(sm), analysis.Num(sm.Median), sm.N)
 				if r.Failed > 0 {
 					tip += fmt.Sprintf(" (+%d failed)", r.Failed)
 				}

@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/store"
@@ -54,7 +55,7 @@ func concurrencyDocument(targets []string, reps int, seed uint64) Document {
 			}
 		}
 	}
-	d.Rows = Summarize(samples)
+	d.Rows = analysis.Summarize(samples)
 	return d
 }
 
@@ -314,7 +315,7 @@ func TestWriteHTMLConcurrencyTargets(t *testing.T) {
 func TestWriteHTMLNoConcurrency(t *testing.T) {
 	single := synthDocument("r1", []string{"a"}, []string{suite.HostNetwork, suite.SameNode}, 3, 9)
 	ten := concurrencyDocument([]string{"a"}, 2, 3)
-	var rows []Row
+	var rows []analysis.Row
 	for _, r := range ten.Rows {
 		if r.Pairs == 10 {
 			rows = append(rows, r)

@@ -6,6 +6,7 @@ import (
 	"io"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 )
@@ -160,7 +161,7 @@ func (m model) htmlSection(s section, colours pathColours) htmlSection {
 	}
 	for i, r := range s.rows {
 		row := htmlTableRow{Cells: m.rowCells(r), First: i == 0 || s.rows[i-1].Metric != r.Metric}
-		if Headline(r.Row) {
+		if analysis.Headline(r.Row) {
 			hs.Rows = append(hs.Rows, row)
 		} else {
 			hs.Other = append(hs.Other, row)
@@ -199,7 +200,7 @@ func (m model) chartBarOf(r reportRow, name string) chartBar {
 		note += " host"
 	}
 	tip := fmt.Sprintf("%s · %s · %s: mean %s %s, 95 %% CI %s, median %s, n=%d", m.targets[r.target].label, r.Path, r.Metric,
-		num(s.Mean), r.Unit, ciOf(s), num(s.Median), s.N)
+		analysis.Num(s.Mean), r.Unit, ciOf(s), analysis.Num(s.Median), s.N)
 	if r.Failed > 0 {
 		tip += fmt.Sprintf(" (+%d failed)", r.Failed)
 	}

@@ -18,6 +18,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -101,7 +102,7 @@ func synthDocument(runID string, targets, paths []string, reps int, seed uint64)
 	}
 	samples = append(samples, store.Sample{RunID: runID, Seq: seq + 1, Round: 1, Target: targets[0], Path: paths[len(paths)-1],
 		Workload: "tcp-stream/1", Error: "iperf3: connection refused"})
-	d.Rows, d.Verdict = Summarize(samples), Verdict(samples)
+	d.Rows, d.Verdict = analysis.Summarize(samples), analysis.Verdict(samples)
 	return d
 }
 

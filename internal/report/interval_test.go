@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -20,7 +21,7 @@ func TestTableIntervalsInsideTheDomain(t *testing.T) {
 		samples = append(samples, store.Sample{Seq: 10 + i, Round: 1, Target: "local", Path: "host-network", Workload: "tcp-crr/1",
 			Metrics: map[string]float64{"connections_per_s": v}})
 	}
-	rows := Summarize(samples)
+	rows := analysis.Summarize(samples)
 	var buf bytes.Buffer
 	if err := Table(&buf, Document{Rows: rows}); err != nil {
 		t.Fatal(err)

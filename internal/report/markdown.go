@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -27,7 +28,7 @@ type reportTarget struct {
 
 // reportRow is a Row with the index of its target in model.targets.
 type reportRow struct {
-	Row
+	analysis.Row
 	target int
 }
 
@@ -92,7 +93,7 @@ func buildModel(docs []Document) (model, error) {
 		sort.SliceStable(rows, func(i, j int) bool {
 			// Metric first, as in the charts: the figures a reader compares sit together.
 			a, b := rows[i], rows[j]
-			if ra, rb := MetricRank(w, a.Metric), MetricRank(w, b.Metric); ra != rb {
+			if ra, rb := analysis.MetricRank(w, a.Metric), analysis.MetricRank(w, b.Metric); ra != rb {
 				return ra < rb
 			}
 			if a.Metric != b.Metric {
@@ -111,15 +112,7 @@ func buildModel(docs []Document) (model, error) {
 
 // pathLess orders paths as the suite lists them, unknown ones after, by name.
 func pathLess(a, b string) bool {
-	rank := func(p string) int {
-		for i, q := range suite.AllPaths() {
-			if p == q {
-				return i
-			}
-		}
-		return len(suite.AllPaths())
-	}
-	if ra, rb := rank(a), rank(b); ra != rb {
+	if ra, rb := analysis.PathRank(a), analysis.PathRank(b); ra != rb {
 		return ra < rb
 	}
 	return a < b
@@ -174,12 +167,14 @@ func (s section) headlineMetrics() []string {
 	seen := map[string]bool{}
 	var out []string
 	for _, r := range s.rows {
-		if Headline(r.Row) && !seen[r.Metric] {
+		if analysis.Headline(r.Row) && !seen[r.Metric] {
 			seen[r.Metric] = true
 			out = append(out, r.Metric)
 		}
 	}
-	sort.SliceStable(out, func(i, j int) bool { return MetricRank(s.workload, out[i]) < MetricRank(s.workload, out[j]) })
+	sort.SliceStable(out, func(i, j int) bool {
+		return analysis.MetricRank(s.workload, out[i]) < analysis.MetricRank(s.workload, out[j])
+	})
 	return out
 }
 
@@ -224,11 +219,11 @@ func (m model) rowCells(r reportRow) []string {
 		n += fmt.Sprintf(" (+%d failed)", r.Failed)
 	}
 	return []string{m.targets[r.target].label, r.Path, strings.TrimSpace(r.Metric + " " + arrow(r.Metric)), r.Unit, n,
-		num(s.Median), num(s.Mean), ciOf(s), num(s.TrimmedMean), outliers(s), ofHost(r.Row)}
+		analysis.Num(s.Median), analysis.Num(s.Mean), ciOf(s), analysis.Num(s.TrimmedMean), outliers(s), ofHost(r.Row)}
 }
 
 // ofHost prints a pod figure as a fraction of the host-network baseline.
-func ofHost(r Row) string {
+func ofHost(r analysis.Row) string {
 	switch {
 	case r.Path == suite.HostNetwork:
 		return "baseline"
@@ -349,7 +344,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 		m.mdRows(bw, s, true)
 		var other bool
 		for _, r := range s.rows {
-			other = other || !Headline(r.Row)
+			other = other || !analysis.Headline(r.Row)
 		}
 		if other {
 			fmt.Fprint(bw, "<details><summary>Other metrics</summary>\n\n")
@@ -367,7 +362,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 func (m model) mdRows(w io.Writer, s section, headline bool) {
 	mdTable(w, rowHeader(), func(add func(...string)) {
 		for _, r := range s.rows {
-			if Headline(r.Row) == headline {
+			if analysis.Headline(r.Row) == headline {
 				add(m.rowCells(r)...)
 			}
 		}

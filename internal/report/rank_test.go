@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -24,7 +25,7 @@ func TestRankOrdersTargetsAndTestsThemAgainstTheBest(t *testing.T) {
 	samples = append(samples, rankSamples("slow", "throughput_gbps", 7.0, 7.1, 6.9, 7.2, 6.8, 7.0)...)
 	samples = append(samples, store.Sample{Target: "slow", Path: "cross-node", Workload: "tcp-stream/1", Warmup: true,
 		Metrics: map[string]float64{"throughput_gbps": 100}}) // a warm-up must not count
-	groups := Rank(samples)
+	groups := analysis.Rank(samples)
 	if len(groups) != 1 {
 		t.Fatalf("%d groups", len(groups))
 	}
@@ -52,11 +53,11 @@ func TestRankLowerIsBetterAndSingleTarget(t *testing.T) {
 	for i := range samples {
 		samples[i].Workload = "tcp-rr/64B"
 	}
-	groups := Rank(samples)
+	groups := analysis.Rank(samples)
 	if len(groups) != 1 || groups[0].Entries[0].Target != "b" || groups[0].Entries[1].Verdict != "worse" {
 		t.Errorf("lower latency must rank first: %+v", groups)
 	}
-	if g := Rank(rankSamples("only", "throughput_gbps", 1, 2, 3)); len(g) != 0 {
+	if g := analysis.Rank(rankSamples("only", "throughput_gbps", 1, 2, 3)); len(g) != 0 {
 		t.Errorf("one target has nothing to rank: %+v", g)
 	}
 }

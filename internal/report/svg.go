@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -150,7 +151,7 @@ func rowLabel(r chartRow) (path, count string) {
 
 // valueLabel is the text right of a bar.
 func valueLabel(b chartBar) string {
-	s := num(b.Value)
+	s := analysis.Num(b.Value)
 	if b.Name != "" {
 		s = b.Name + " " + s
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"sigs.k8s.io/yaml"
@@ -17,16 +18,16 @@ import (
 type Document struct {
 	Run     store.Run      `json:"run"`
 	Targets []store.Target `json:"targets"`
-	Rows    []Row          `json:"rows"`
+	Rows    []analysis.Row `json:"rows"`
 	// Ranking orders the targets on each headline metric (runs with several targets).
-	Ranking []RankGroup `json:"ranking,omitempty"`
+	Ranking []analysis.RankGroup `json:"ranking,omitempty"`
 	// Verdict is each workload's headline answer (Verdict).
-	Verdict []VerdictLine `json:"verdict,omitempty"`
+	Verdict []analysis.VerdictLine `json:"verdict,omitempty"`
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
 func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) Document {
-	return Document{Run: run, Targets: targets, Rows: Summarize(samples), Ranking: Rank(samples), Verdict: Verdict(samples)}
+	return Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples)}
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -103,7 +104,7 @@ func Table(w io.Writer, d Document) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintln(tw, "TARGET\tWORKLOAD\tPATH\tMETRIC\tN\tMEDIAN\tMEAN\t95% CI\tTRIM20\tOUTL\txHOST\t")
 	for _, r := range d.Rows {
-		if !Headline(r) {
+		if !analysis.Headline(r) {
 			continue
 		}
 		s := r.Summary
@@ -115,7 +116,7 @@ func Table(w io.Writer, d Document) error {
 			n += fmt.Sprintf("(%d flagged)", r.Flagged)
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t\n", r.Target, r.Label(), r.Path, r.Metric+" ["+r.Unit+"]", n,
-			num(s.Median), num(s.Mean), ciOf(s), num(s.TrimmedMean), outliers(s), frac(r.OfBaseline))
+			analysis.Num(s.Median), analysis.Num(s.Mean), ciOf(s), analysis.Num(s.TrimmedMean), outliers(s), frac(r.OfBaseline))
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -139,17 +140,6 @@ func fingerprintLine(fp map[string]string) string {
 	return strings.Join(parts, " ") + fmt.Sprintf(" (+%d more keys in -o json)", len(fp)-len(parts))
 }
 
-// num prints a figure with three significant digits, or whole when it is large.
-func num(v float64) string {
-	switch {
-	case math.IsNaN(v):
-		return "-"
-	case math.Abs(v) >= 1000:
-		return fmt.Sprintf("%.0f", v)
-	}
-	return fmt.Sprintf("%.3g", v)
-}
-
 // ciOf is a summary's interval with the mark of its method when that is not the t-interval.
 func ciOf(s stats.Summary) string {
 	return ci(s.CILow, s.CIHigh) + intervalMark(s.Interval)
@@ -171,7 +161,7 @@ func outliers(s stats.Summary) string {
 }
 
 // IntervalLegend explains the marks of the intervals in rows, empty when none is marked.
-func IntervalLegend(rows []Row) string {
+func IntervalLegend(rows []analysis.Row) string {
 	var clipped, bi bool
 	for _, r := range rows {
 		clipped = clipped || r.Summary.Interval == stats.IntervalClipped
@@ -194,7 +184,7 @@ func ci(lo, hi float64) string {
 	if math.IsNaN(lo) || math.IsNaN(hi) {
 		return "-"
 	}
-	return "[" + num(lo) + ", " + num(hi) + "]"
+	return "[" + analysis.Num(lo) + ", " + analysis.Num(hi) + "]"
 }
 
 func frac(v float64) string {
@@ -205,10 +195,10 @@ func frac(v float64) string {
 }
 
 // verdictJSON drops the NaN figures JSON cannot carry.
-func verdictJSON(lines []VerdictLine) []map[string]any {
+func verdictJSON(lines []analysis.VerdictLine) []map[string]any {
 	out := make([]map[string]any, 0, len(lines))
 	for _, l := range lines {
-		g := rankingJSON([]RankGroup{{Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, Unit: l.Unit,
+		g := rankingJSON([]analysis.RankGroup{{Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, Unit: l.Unit,
 			HigherIsBetter: l.HigherIsBetter, Entries: l.Entries}})[0]
 		g["against"] = l.Against
 		out = append(out, g)
@@ -217,7 +207,7 @@ func verdictJSON(lines []VerdictLine) []map[string]any {
 }
 
 // rankingJSON drops the NaN figures JSON cannot carry.
-func rankingJSON(groups []RankGroup) []map[string]any {
+func rankingJSON(groups []analysis.RankGroup) []map[string]any {
 	out := make([]map[string]any, 0, len(groups))
 	for _, g := range groups {
 		var entries []map[string]any

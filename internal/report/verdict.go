@@ -4,123 +4,15 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 
-	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/suite"
 )
-
-// VerdictLine answers "which is better, by how much, how sure" for one workload: its
-// headline metric for each compared thing, best first. With several targets the things are
-// the targets on one path; with one target they are its paths, each against the
-// host-network baseline.
-type VerdictLine struct {
-	Workload       string `json:"workload"`
-	Pairs          int    `json:"pairs"`
-	Path           string `json:"path,omitempty"` // empty when the entries are paths
-	Metric         string `json:"metric"`
-	Unit           string `json:"unit"`
-	HigherIsBetter bool   `json:"higherIsBetter"`
-	// Entries are ranked best first. Against is the entry every other is compared with:
-	// the best target, or the host-network path.
-	Entries []Ranked `json:"entries"`
-	Against string   `json:"against"`
-}
-
-// untested is the verdict of an entry with too few samples for a test.
-const untested = "untested"
-
-// verdictCell is a (workload, pairs, path) cell; the path is empty when lines are per workload.
-type verdictCell struct {
-	workload string
-	pairs    int
-	path     string
-}
-
-// byMetric holds a cell's values by metric, then by target or path.
-type byMetric map[string]map[string][]stats.Obs
-
-func (b byMetric) add(metric, name string, o stats.Obs) {
-	if b[metric] == nil {
-		b[metric] = map[string][]stats.Obs{}
-	}
-	b[metric][name] = append(b[metric][name], o)
-}
-
-// Verdict picks, for every cell, the workload's headline metric (the first of
-// catalog.ProgressOrder it measured) and ranks what the run compared on it.
-func Verdict(samples []store.Sample) []VerdictLine {
-	targets := map[string]bool{}
-	for _, s := range samples {
-		targets[s.Target] = true
-	}
-	var lines []VerdictLine
-	for c, values := range verdictValues(samples, len(targets) > 1) {
-		metric := catalog.Primary(values)
-		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
-			continue
-		}
-		against := ""
-		if _, ok := values[metric][suite.HostNetwork]; c.path == "" && ok && len(values[metric]) > 1 {
-			against = suite.HostNetwork
-		}
-		lines = append(lines, rankLine(VerdictLine{Workload: c.workload, Pairs: c.pairs, Path: c.path, Metric: metric}, values[metric], against))
-	}
-	sort.Slice(lines, func(i, j int) bool {
-		a, b := lines[i], lines[j]
-		if a.Workload != b.Workload {
-			return a.Workload < b.Workload
-		}
-		if a.Pairs != b.Pairs {
-			return a.Pairs < b.Pairs
-		}
-		return pathRank(a.Path) < pathRank(b.Path)
-	})
-	return lines
-}
-
-// verdictValues groups the measured values: with several targets by (workload, pairs, path)
-// and target, so that targets are compared on each path; with one by (workload, pairs) and
-// path, so that its paths are compared with each other.
-func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetric {
-	out := map[verdictCell]byMetric{}
-	for _, s := range samples {
-		if s.Warmup || s.Error != "" {
-			continue
-		}
-		c, name := verdictCell{s.Workload, s.Cell().Pairs, s.Path}, s.Target
-		if !byTarget {
-			c.path, name = "", s.Path
-		}
-		if out[c] == nil {
-			out[c] = byMetric{}
-		}
-		for metric, v := range s.Metrics {
-			out[c].add(metric, name, obs(s, v))
-		}
-	}
-	return out
-}
-
-// rankLine fills a line's entries from each name's values, compared with against (or the
-// best when against is empty).
-func rankLine(l VerdictLine, byName map[string][]stats.Obs, against string) VerdictLine {
-	spec, _ := catalog.Lookup(l.Metric)
-	l.Unit, l.HigherIsBetter = spec.Unit, spec.HigherIsBetter
-	l.Entries = rankEntries(l.Metric, byName, l.HigherIsBetter, against, "reference")
-	l.Against = l.Entries[0].Target
-	if against != "" {
-		l.Against = against
-	}
-	return l
-}
 
 // WriteVerdict prints the verdict: a small table per workload (its headline metric for each
 // target or path, best first), then the setup figures in a block of their own, in less than
 // 100 columns.
-func WriteVerdict(w io.Writer, lines []VerdictLine) {
+func WriteVerdict(w io.Writer, lines []analysis.VerdictLine) {
 	if len(lines) == 0 {
 		return
 	}
@@ -129,8 +21,8 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 	fmt.Fprintln(w, "else Mann-Whitney U")
 	measured, setup := splitSetup(lines)
 	for _, l := range measured {
-		fmt.Fprintf(w, "\n%s\n", l.Title())
-		writeRows(w, "  ", l.Table())
+		fmt.Fprintf(w, "\n%s\n", lineTitle(l))
+		writeRows(w, "  ", lineTable(l))
 	}
 	if len(setup) > 0 {
 		fmt.Fprintln(w, "\nsetup figures (pods, Services, network readiness):")
@@ -144,12 +36,12 @@ func WriteVerdict(w io.Writer, lines []VerdictLine) {
 // untestableNote says what more rounds would buy when some comparison was untestable: the
 // fewest samples a side at which the rank test can reach p < 0.05 after adjustment over the
 // most comparisons of any line, empty when every comparison could be tested.
-func untestableNote(lines []VerdictLine) string {
+func untestableNote(lines []analysis.VerdictLine) string {
 	most, family := 0, 1
 	for _, l := range lines {
 		n := 0
 		for _, e := range l.Entries {
-			if e.Verdict == untestable {
+			if e.Verdict == analysis.Untestable {
 				n++
 			}
 		}
@@ -157,7 +49,7 @@ func untestableNote(lines []VerdictLine) string {
 			// Against a reference chosen beforehand the family is its k-1 comparisons,
 			// against the best picked after the fact every pair (compareWithReference).
 			most, family = n, len(l.Entries)*(len(l.Entries)-1)/2
-			if slices.ContainsFunc(l.Entries, func(e Ranked) bool { return e.Verdict == "reference" }) {
+			if slices.ContainsFunc(l.Entries, func(e analysis.Ranked) bool { return e.Verdict == "reference" }) {
 				family = len(l.Entries) - 1
 			}
 		}

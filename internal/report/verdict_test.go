@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
 )
@@ -30,7 +31,7 @@ func TestVerdictRanksTargets(t *testing.T) {
 	samples = append(samples, cellSamples("bridge", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 10, 0.3))...)
 	samples = append(samples, cellSamples("cilium", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
 	samples = append(samples, cellSamples("flannel", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
-	lines := Verdict(samples)
+	lines := analysis.Verdict(samples)
 	if len(lines) != 1 {
 		t.Fatalf("%d lines, want 1: %+v", len(lines), lines)
 	}
@@ -59,7 +60,7 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 	samples = append(samples, cellSamples("local", "localhost", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 16, 1))...)
 	samples = append(samples, cellSamples("local", "localhost", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 25, 1))...)
 	samples = append(samples, cellSamples("local", "host-network", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 15, 1))...)
-	lines := Verdict(samples)
+	lines := analysis.Verdict(samples)
 	if len(lines) != 2 || lines[0].Workload != "tcp-rr/64B" || lines[0].Against != "host-network" || lines[0].Path != "" {
 		t.Fatalf("lines %+v", lines)
 	}
@@ -118,15 +119,15 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 // samples a side could: 4 for one comparison (3 v 3 gives at best p = 0.1, 4 v 4 0.029), 5
 // for three targets ranked after the fact (three pairs: 3 x 0.029 is not below 0.05).
 func TestVerdictSaysWhatMoreRoundsBuy(t *testing.T) {
-	two := []VerdictLine{{Entries: []Ranked{{Target: "a", Verdict: "reference"}, {Target: "b", Verdict: untestable}}}}
+	two := []analysis.VerdictLine{{Entries: []analysis.Ranked{{Target: "a", Verdict: "reference"}, {Target: "b", Verdict: analysis.Untestable}}}}
 	if note := untestableNote(two); !strings.Contains(note, "4 samples a side") {
 		t.Errorf("two targets: %q", note)
 	}
-	three := []VerdictLine{{Entries: []Ranked{{Target: "a", Verdict: "best"}, {Target: "b", Verdict: untestable}, {Target: "c", Verdict: untestable}}}}
+	three := []analysis.VerdictLine{{Entries: []analysis.Ranked{{Target: "a", Verdict: "best"}, {Target: "b", Verdict: analysis.Untestable}, {Target: "c", Verdict: analysis.Untestable}}}}
 	if note := untestableNote(three); !strings.Contains(note, "5 samples a side") {
 		t.Errorf("three targets: %q", note)
 	}
-	if note := untestableNote([]VerdictLine{{Entries: []Ranked{{Verdict: "best"}, {Verdict: notSignificant}}}}); note != "" {
+	if note := untestableNote([]analysis.VerdictLine{{Entries: []analysis.Ranked{{Verdict: "best"}, {Verdict: analysis.NotSignificant}}}}); note != "" {
 		t.Errorf("nothing untestable, yet: %q", note)
 	}
 }
@@ -146,12 +147,12 @@ func TestVerdictPairsByRound(t *testing.T) {
 				Metrics: map[string]float64{"throughput_gbps": tg.speed * f}})
 		}
 	}
-	l := Verdict(samples)[0]
+	l := analysis.Verdict(samples)[0]
 	if b := l.Entries[1]; b.Target != "b" || b.Verdict != "worse" || !b.Paired {
 		t.Errorf("entry %+v; want b worse, paired", b)
 	}
 	var buf bytes.Buffer
-	WriteVerdict(&buf, []VerdictLine{l})
+	WriteVerdict(&buf, []analysis.VerdictLine{l})
 	if !strings.Contains(buf.String(), "worse (p=") || !strings.Contains(buf.String(), ", paired)") {
 		t.Errorf("verdict text:\n%s", buf.String())
 	}
@@ -167,7 +168,7 @@ func TestVerdictPairsByRound(t *testing.T) {
 		t.Errorf("JSON verdict %s: want the second entry paired (%v)", data, err)
 	}
 	samples[len(samples)-1].Error, samples[len(samples)-1].Metrics = "boom", nil
-	if b := Verdict(samples)[0].Entries[1]; b.Paired || b.Verdict == "worse" {
+	if b := analysis.Verdict(samples)[0].Entries[1]; b.Paired || b.Verdict == "worse" {
 		t.Errorf("with a round missing on one side: %+v; want an unpaired comparison that cannot tell", b)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"text/tabwriter"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -20,7 +21,7 @@ type VerdictRow struct {
 
 // Title names what a verdict line compares: the workload, where, and the metric with its unit
 // and direction.
-func (l VerdictLine) Title() string {
+func lineTitle(l analysis.VerdictLine) string {
 	label := store.Cell{Workload: l.Workload, Pairs: l.Pairs}.WorkloadLabel()
 	where := "by path"
 	if l.Path != "" {
@@ -30,10 +31,10 @@ func (l VerdictLine) Title() string {
 }
 
 // Table is the line's entries as rows, best first.
-func (l VerdictLine) Table() []VerdictRow {
+func lineTable(l analysis.VerdictLine) []VerdictRow {
 	rows := make([]VerdictRow, 0, len(l.Entries))
 	for _, e := range l.Entries {
-		r := VerdictRow{Name: e.Target, Mean: num(e.Mean), CI: ciOf(e.Summary), Ratio: fmt.Sprintf("x%.2f", e.RatioToBest),
+		r := VerdictRow{Name: e.Target, Mean: analysis.Num(e.Mean), CI: ciOf(e.Summary), Ratio: fmt.Sprintf("x%.2f", e.RatioToBest),
 			Verdict: entryVerdict(e), N: fmt.Sprintf("n=%d", e.Summary.N), Decided: e.Verdict == "better" || e.Verdict == "worse"}
 		switch {
 		case e.Verdict == "reference" && l.Path == "":
@@ -52,19 +53,19 @@ func (l VerdictLine) Table() []VerdictRow {
 }
 
 // entryVerdict is how an entry compares with the reference, in words.
-func entryVerdict(e Ranked) string {
+func entryVerdict(e analysis.Ranked) string {
 	switch e.Verdict {
 	case "best", "reference":
 		return e.Verdict
-	case notSignificant:
+	case analysis.NotSignificant:
 		// What more rounds would buy starts from what these could have seen.
 		if e.MDE > 0 && !math.IsInf(e.MDE, 0) {
 			return fmt.Sprintf("n.s. (p=%.2g%s, could detect %.2g %%)", e.PValue, pairedMark(e), e.MDE*100)
 		}
 		return fmt.Sprintf("n.s. (p=%.2g%s)", e.PValue, pairedMark(e))
-	case untestable:
+	case analysis.Untestable:
 		return fmt.Sprintf("untestable at %dv%d", e.NA, e.NB)
-	case untested:
+	case analysis.Untested:
 		return "untested (too few samples)"
 	}
 	return fmt.Sprintf("%s (p=%.2g%s)", e.Verdict, e.PValue, pairedMark(e))
@@ -81,7 +82,7 @@ func writeRows(w io.Writer, indent string, rows []VerdictRow) {
 
 // splitSetup separates the lines of setup figures (pod startup, Service programming...), which
 // the run measures per target rather than per path, from the measured workloads'.
-func splitSetup(lines []VerdictLine) (measured, setup []VerdictLine) {
+func splitSetup(lines []analysis.VerdictLine) (measured, setup []analysis.VerdictLine) {
 	for _, l := range lines {
 		if l.IsSetup() {
 			setup = append(setup, l)
@@ -92,27 +93,21 @@ func splitSetup(lines []VerdictLine) (measured, setup []VerdictLine) {
 	return measured, setup
 }
 
-// IsSetup says whether a line holds a setup figure: its path, or with one target its only
-// entry, is the setup pseudo-path.
-func (l VerdictLine) IsSetup() bool {
-	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
-}
-
 // writeSetup prints the setup figures: with one target a row per figure, with several a table
 // per figure, as the measured workloads have.
-func writeSetup(w io.Writer, lines []VerdictLine) {
+func writeSetup(w io.Writer, lines []analysis.VerdictLine) {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	for _, l := range lines {
 		if l.Path == "" {
 			e := l.Entries[0]
-			fmt.Fprintf(tw, "  %s\t%s\t%s %s %s\tn=%d\n", l.Workload, l.Metric, num(e.Mean), l.Unit, ciOf(e.Summary), e.Summary.N)
+			fmt.Fprintf(tw, "  %s\t%s\t%s %s %s\tn=%d\n", l.Workload, l.Metric, analysis.Num(e.Mean), l.Unit, ciOf(e.Summary), e.Summary.N)
 		}
 	}
 	_ = tw.Flush()
 	for _, l := range lines {
 		if l.Path != "" {
 			fmt.Fprintf(w, "  %s: %s [%s, %s]\n", l.Workload, l.Metric, l.Unit, direction(l.HigherIsBetter))
-			writeRows(w, "    ", l.Table())
+			writeRows(w, "    ", lineTable(l))
 		}
 	}
 }
@@ -125,15 +120,15 @@ type htmlVerdict struct {
 
 // htmlVerdicts lays out a run's verdict lines for the page's table, measured workloads first,
 // each title prefixed with run (empty for a page of one run).
-func htmlVerdicts(run string, lines []VerdictLine) []htmlVerdict {
+func htmlVerdicts(run string, lines []analysis.VerdictLine) []htmlVerdict {
 	measured, setup := splitSetup(lines)
 	var out []htmlVerdict
 	for _, l := range append(measured, setup...) {
-		title := l.Title()
+		title := lineTitle(l)
 		if l.IsSetup() {
 			title = "setup: " + title
 		}
-		out = append(out, htmlVerdict{Title: run + title, Rows: l.Table()})
+		out = append(out, htmlVerdict{Title: run + title, Rows: lineTable(l)})
 	}
 	return out
 }

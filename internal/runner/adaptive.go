@@ -9,8 +9,8 @@ import (
 	"sort"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -49,9 +49,9 @@ const confirmRounds = 2
 // comparison needs. A line comparing one target's paths names the path in Path.
 func untestableMisses(samples []store.Sample) []Miss {
 	var out []Miss
-	for _, l := range report.Verdict(samples) {
+	for _, l := range analysis.Verdict(samples) {
 		// Setup figures come with the rounds of the measured cells; no round adds them alone.
-		if l.Path == SetupPath || !slices.ContainsFunc(l.Entries, func(e report.Ranked) bool { return e.Verdict == report.Untestable }) {
+		if l.Path == SetupPath || !slices.ContainsFunc(l.Entries, func(e analysis.Ranked) bool { return e.Verdict == analysis.Untestable }) {
 			continue
 		}
 		for _, e := range l.Entries {
@@ -92,7 +92,7 @@ func Precision(samples []store.Sample, target float64) (misses []Miss, cells int
 			continue
 		}
 		cells++
-		s := report.SummarizeMetric(metric, byMetric[metric])
+		s := analysis.SummarizeMetric(metric, byMetric[metric])
 		// A constant figure (all values equal, even zero) is as precise as it gets.
 		met := s.N >= 2 && (s.CIHigh-s.CILow <= 0 || s.RelCI <= target)
 		if !met {

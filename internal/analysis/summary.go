@@ -1,7 +1,8 @@
-// Package report turns stored samples into figures people read: per (target, path, workload,
-// metric) summaries with confidence intervals and baseline fractions, as a table for the
-// terminal and as JSON or YAML for machines.
-package report
+// Package analysis turns stored samples into the figures a run reports: per (target, path,
+// workload, metric) summaries with confidence intervals and baseline fractions, the rankings
+// of targets and the verdict with its comparisons, and the order they are shown in. It
+// renders nothing: internal/report, internal/compare and the exports format what it finds.
+package analysis
 
 import (
 	"math"
@@ -115,7 +116,7 @@ func sortRows(rows []Row) {
 			return a.Pairs < b.Pairs
 		}
 		if a.Path != b.Path {
-			return pathRank(a.Path) < pathRank(b.Path)
+			return PathRank(a.Path) < PathRank(b.Path)
 		}
 		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
 	})

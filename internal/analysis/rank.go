@@ -1,0 +1,231 @@
+package analysis
+
+import (
+	"math"
+	"slices"
+	"sort"
+
+	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// Ranked is one target's place in a ranking.
+type Ranked struct {
+	Target      string        `json:"target"`
+	Summary     stats.Summary `json:"-"`
+	Mean        float64       `json:"mean"`
+	RatioToBest float64       `json:"ratioToBest"`
+	// Verdict compares the target with the best one: "best", "worse" (significantly),
+	// "not significant" (the data cannot tell them apart), "untestable" (at these sample
+	// sizes no data could have reached significance) or "untested" (too few samples).
+	Verdict string `json:"verdict"`
+	// PValue is the comparison's p-value (the paired t on per-round log ratios where Paired,
+	// else Mann-Whitney U), Holm-adjusted over the ranking's comparisons.
+	PValue float64 `json:"pValue,omitempty"`
+	// Paired says the comparison with the reference was paired by round (stats.CompareBlocked).
+	Paired bool `json:"paired,omitempty"`
+	// MDE is the smallest relative difference the comparison would have called four times in
+	// five at its noise and samples (stats.Comparison.MDE; 0.15: 15 %), NaN where unknown.
+	MDE float64 `json:"-"`
+	// NA and NB are the samples of the reference and of this target behind the comparison.
+	NA int `json:"nReference,omitempty"`
+	NB int `json:"n,omitempty"`
+}
+
+// Verdicts of a ranked entry besides "best", "better", "worse" and "reference".
+const (
+	// NotSignificant: the data cannot tell the entry from the reference.
+	NotSignificant = "not significant"
+	// Untestable: no data could make the comparison significant at its samples.
+	Untestable = "untestable"
+)
+
+// RankGroup ranks the targets of a run on one metric of one path and workload.
+type RankGroup struct {
+	Path           string   `json:"path"`
+	Workload       string   `json:"workload"`
+	Pairs          int      `json:"pairs"`
+	Metric         string   `json:"metric"`
+	Unit           string   `json:"unit"`
+	HigherIsBetter bool     `json:"higherIsBetter"`
+	Entries        []Ranked `json:"entries"`
+}
+
+// Rank orders the targets of a run, best first, on every headline metric with a known
+// direction, and tests each against the best, paired by round where every round measured
+// both (stats.CompareBlocked). It returns nothing for a run with one target.
+func Rank(samples []store.Sample) []RankGroup {
+	type cell struct {
+		path, workload string
+		pairs          int
+		metric         string
+	}
+	values := map[cell]map[string][]stats.Obs{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" {
+			continue
+		}
+		add := func(name string, v float64) {
+			k := cell{s.Path, s.Workload, s.Cell().Pairs, name}
+			if values[k] == nil {
+				values[k] = map[string][]stats.Obs{}
+			}
+			values[k][s.Target] = append(values[k][s.Target], obs(s, v))
+		}
+		for name, v := range s.Metrics {
+			add(name, v)
+		}
+		for name, v := range s.Resources {
+			add(name, v)
+		}
+	}
+	var groups []RankGroup
+	for k, byTarget := range values {
+		spec, known := catalog.Lookup(k.metric)
+		if !known || len(byTarget) < 2 || !Headline(Row{Workload: k.workload, Pairs: k.pairs, Metric: k.metric}) {
+			continue
+		}
+		g := RankGroup{Path: k.path, Workload: k.workload, Pairs: k.pairs, Metric: k.metric, Unit: spec.Unit, HigherIsBetter: spec.HigherIsBetter}
+		g.Entries = rankEntries(k.metric, byTarget, spec.HigherIsBetter, "", "best")
+		groups = append(groups, g)
+	}
+	sort.Slice(groups, func(i, j int) bool {
+		a, b := groups[i], groups[j]
+		if a.Workload != b.Workload {
+			return a.Workload < b.Workload
+		}
+		if a.Pairs != b.Pairs {
+			return a.Pairs < b.Pairs
+		}
+		if a.Path != b.Path {
+			return PathRank(a.Path) < PathRank(b.Path)
+		}
+		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
+	})
+	return groups
+}
+
+// PathRank orders paths as the suite lists them, the baseline first.
+func PathRank(path string) int {
+	for i, p := range suite.AllPaths() {
+		if p == path {
+			return i
+		}
+	}
+	return len(suite.AllPaths())
+}
+
+// rankEntries summarises each name's values of a metric, orders them best first and compares
+// each with the reference (against, or the best when against is empty), whose verdict is
+// refVerdict.
+func rankEntries(metric string, byName map[string][]stats.Obs, higher bool, against, refVerdict string) []Ranked {
+	var entries []Ranked
+	for name, xs := range byName {
+		s := SummarizeMetric(metric, stats.Values(xs))
+		entries = append(entries, Ranked{Target: name, Summary: s, Mean: s.Mean})
+	}
+	sort.Slice(entries, func(i, j int) bool {
+		a, b := entries[i].Mean, entries[j].Mean
+		if a == b {
+			return entries[i].Target < entries[j].Target
+		}
+		return (a > b) == higher
+	})
+	postHoc := against == ""
+	if postHoc {
+		against = entries[0].Target
+	}
+	compareWithReference(entries, byName, higher, against, refVerdict, postHoc)
+	return entries
+}
+
+// compareWithReference compares every entry with the reference, adjusting the p-values with
+// Holm's method over the family the question implies. Against a reference chosen beforehand
+// (a baseline) that is its k-1 comparisons. Against the best, picked after the fact
+// (postHoc), it is every pair of targets: the best is the extreme of the k, so its k-1
+// comparisons are not a family of their own, and identical targets got a "worse" with
+// probability 0.1 among three and 0.3 among six unadjusted, 0.066 among six with Holm over
+// the k-1 (TestRankingFalseVerdicts). An entry is untestable when even the most extreme data
+// could not reach alpha after adjustment at its sample sizes (3 against 3: p >= 0.1), which
+// says more than "not significant".
+func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, higher bool, against, refVerdict string, postHoc bool) {
+	ref := byName[against]
+	refMean := stats.Summarize(stats.Values(ref)).Mean
+	cmps := make([]stats.Comparison, len(entries))
+	raw := make([]float64, len(entries))
+	made := 0
+	for i := range entries {
+		e := &entries[i]
+		raw[i] = math.NaN()
+		if e.Target == against {
+			e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, math.NaN()
+			continue
+		}
+		e.RatioToBest = math.NaN()
+		if refMean != 0 {
+			e.RatioToBest = e.Mean / refMean
+		}
+		e.Verdict, e.MDE = Untested, math.NaN()
+		cmp, err := stats.CompareBlocked(ref, byName[e.Target], higher, stats.PairAuto, stats.CompareOptions{Seed: 1})
+		if err != nil {
+			continue
+		}
+		e.Paired, e.MDE = cmp.Paired, cmp.MDE
+		cmps[i], raw[i] = cmp, cmp.PValue
+		made++
+	}
+	family := raw
+	if postHoc {
+		family = append(slices.Clone(raw), otherPairs(entries, byName, against, higher)...)
+		made = len(entries) * (len(entries) - 1) / 2
+	}
+	adjusted, err := stats.AdjustPValues(family, stats.AdjustHolm)
+	if err != nil {
+		return
+	}
+	for i := range entries {
+		e := &entries[i]
+		if math.IsNaN(raw[i]) {
+			continue
+		}
+		c := cmps[i]
+		e.PValue, e.NA, e.NB = adjusted[i], len(ref), len(byName[e.Target])
+		switch {
+		case c.MinP*float64(made) >= stats.DefaultAlpha:
+			e.Verdict = Untestable
+		case adjusted[i] >= stats.DefaultAlpha || c.Verdict == stats.VerdictNone:
+			e.Verdict = NotSignificant
+		case c.Verdict == stats.VerdictWorse:
+			e.Verdict = "worse"
+		case c.Verdict == stats.VerdictBetter:
+			e.Verdict = "better"
+		default:
+			e.Verdict = NotSignificant
+		}
+	}
+}
+
+// otherPairs returns the p-values of the comparisons between entries that do not involve the
+// reference (NaN where one could not be made), to complete the family of all pairs.
+func otherPairs(entries []Ranked, byName map[string][]stats.Obs, against string, higher bool) []float64 {
+	var out []float64
+	for i := range entries {
+		for j := i + 1; j < len(entries); j++ {
+			a, b := entries[i].Target, entries[j].Target
+			if a == against || b == against {
+				continue
+			}
+			p := math.NaN()
+			if c, err := stats.CompareBlocked(byName[a], byName[b], higher, stats.PairAuto, stats.CompareOptions{Seed: 1}); err == nil {
+				p = c.PValue
+			}
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// obs is a sample's value with its block (store.Sample.Block), by which comparisons pair.
+func obs(s store.Sample, v float64) stats.Obs { return stats.Obs{Block: s.Block(), Value: v} }
