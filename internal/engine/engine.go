@@ -2,10 +2,11 @@
 // client argv to run inside the tools image, how to parse the client's stdout into
 // metrics, and which workloads the tool supports.
 //
-// Three engines exist: iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr) and the
-// in-house cnibench agent (tcp-crr, and tcp-rr for cross-checking sockperf). For picks
-// the engine for a workload; every engine's Parse returns metrics named as listed by
-// MetricsFor, whose metadata Metric returns.
+// Six engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
+// in-house cnibench agent (tcp-crr, and tcp-rr where sockperf cannot run or to cross-check
+// it), stress-ng (cpu), sysbench (memory) and k6 (gateway-split). For picks the engine for a
+// workload; every engine's Parse returns metrics named as listed by MetricsFor, whose
+// metadata lives in internal/catalog.
 //
 // The package only builds argv and parses output: running the commands (in pods, or
 // locally in tests) is the caller's job. Callers should Validate a Workload before
@@ -57,7 +58,7 @@ const (
 
 // Workload is one kind of traffic with its parameters.
 type Workload struct {
-	// Kind is one of TCPStream, UDPStream, TCPRR, TCPCRR.
+	// Kind is one of TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit.
 	Kind string
 	// Streams is the number of parallel streams for tcp-stream (1-MaxStreams). Other
 	// kinds use one flow: 0 and 1 are accepted and mean the same.

@@ -2,7 +2,8 @@ package engine
 
 import "github.com/cnibench/cnibench/internal/catalog"
 
-// Metric names emitted by the engines; their metadata lives in the metric package.
+// Metric names emitted by the engines; their metadata (unit, direction) lives in
+// internal/catalog.
 const (
 	MetricThroughput      = catalog.Throughput
 	MetricRetransmits     = catalog.Retransmits

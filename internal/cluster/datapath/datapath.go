@@ -78,6 +78,12 @@ type WithEgressGateway interface {
 	EgressGatewayPolicy(destination, label, egressIP string) string
 }
 
+// WithFingerprint is implemented by datapaths that can describe themselves for a benchmark
+// result's environment fingerprint, with keys such as "cni", "cni_version" and "cni_mode".
+type WithFingerprint interface {
+	Fingerprint() map[string]string
+}
+
 // WithoutKubeProxy is implemented by datapaths that can serve Services themselves; when
 // ReplacesKubeProxy is true the cluster runs no kube-proxy and its proxy mode is "none".
 type WithoutKubeProxy interface {

@@ -19,12 +19,6 @@ const (
 	FlannelHostGW = "host-gw"
 )
 
-// WithFingerprint is implemented by datapaths that can describe themselves for a benchmark
-// result's environment fingerprint, with keys such as "cni", "cni_version" and "cni_mode".
-type WithFingerprint interface {
-	Fingerprint() map[string]string
-}
-
 // Flannel runs flanneld on every node, as a flannel cluster does: the controller-manager
 // allocates each Node's pod CIDR, flanneld (Kubernetes subnet manager) publishes it with its
 // backend data in Node annotations and installs the forwarding to every other node (a vxlan
