@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/spf13/cobra"
@@ -15,13 +16,13 @@ import (
 // newAgentCommand groups the subcommands that run inside the tools image.
 func newAgentCommand() *cobra.Command {
 	cmd := &cobra.Command{
-		Use:    "agent",
+		Use:    agentcmd.Group,
 		Short:  "In-cluster helpers run inside the tools image (echo server, rr/crr clients, node stats)",
 		Hidden: true,
 	}
 	cmd.AddCommand(newAgentEchoServerCommand(),
-		newAgentClientCommand("rr", "Request/response latency over one TCP connection; prints JSON", agent.RR),
-		newAgentClientCommand("crr", "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
+		newAgentClientCommand(agentcmd.RR, "Request/response latency over one TCP connection; prints JSON", agent.RR),
+		newAgentClientCommand(agentcmd.CRR, "Connect/request/response latency, a new TCP connection per transaction; prints JSON", agent.CRR),
 		newAgentStatCommand(), newAgentProbeCommand(), newAgentRunCommand(),
 		newAgentServeCommand(), newAgentWhoAmICommand(), newAgentExternalServersCommand(),
 		newAgentNameServerCommand(), newAgentHTTPGetCommand(), newAgentSplitCommand())
@@ -31,7 +32,7 @@ func newAgentCommand() *cobra.Command {
 func newAgentEchoServerCommand() *cobra.Command {
 	o := agent.EchoOptions{}
 	cmd := &cobra.Command{
-		Use:   "echo-server",
+		Use:   agentcmd.EchoServer,
 		Short: "TCP server answering each --size-byte message with --size bytes, until SIGTERM",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -69,7 +70,7 @@ func newAgentClientCommand(use, short string, run func(ctx context.Context, o ag
 	f.IntVar(&o.Port, "port", 0, "echo server TCP port (required)")
 	f.DurationVar(&o.Duration, "duration", 10*time.Second, "how long to run")
 	f.IntVar(&o.Size, "size", 1, "request and response size in bytes; must match the server's --size")
-	if use == "crr" {
+	if use == agentcmd.CRR {
 		f.BoolVar(&o.ServerCloses, "server-closes", false, "end each transaction when the server closes (an echo server with --close-after-reply): no TIME_WAIT on the client")
 	}
 	f.DurationVar(&o.Timeout, "timeout", agent.DefaultTimeout, "bound on each connect and each transaction")
@@ -81,7 +82,7 @@ func newAgentClientCommand(use, short string, run func(ctx context.Context, o ag
 
 func newAgentStatCommand() *cobra.Command {
 	return &cobra.Command{
-		Use:   "stat",
+		Use:   agentcmd.Stat,
 		Short: "Print the node's CPU and memory counters and this container's cgroup usage as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -99,7 +100,7 @@ func newAgentProbeCommand() *cobra.Command {
 	var timeout time.Duration
 	w := agent.WatchOptions{}
 	cmd := &cobra.Command{
-		Use:   "probe",
+		Use:   agentcmd.Probe,
 		Short: "Open one TCP connection and print how it ended (open, refused or timeout) as JSON; with --until, probe until that outcome and print when it began",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -132,7 +133,7 @@ func newAgentProbeCommand() *cobra.Command {
 func newAgentRunCommand() *cobra.Command {
 	o := agent.RunOptions{}
 	cmd := &cobra.Command{
-		Use:   "run [--barrier] [--rtt-log FILE] -- COMMAND [ARG...]",
+		Use:   agentcmd.Run + " [--barrier] [--rtt-log FILE] -- COMMAND [ARG...]",
 		Short: "Run one client tool (after a barrier shared with other clients) and print its output, timing and round-trip histogram as JSON",
 		Args:  cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -162,7 +163,7 @@ func writeJSON(cmd *cobra.Command, v any) error {
 func newAgentServeCommand() *cobra.Command {
 	o := external.ServeOptions{}
 	cmd := &cobra.Command{
-		Use:   "serve",
+		Use:   agentcmd.Serve,
 		Short: "Be the external side of the egress paths: run the servers a run asks for and tell clients their source address",
 		Long: `Run on a machine outside the cluster (the local cluster runs one in its external namespace).
 A run reaches it from its client pod: it asks it to start the servers of its workloads (the same
@@ -182,7 +183,7 @@ It has no authentication: listen only on a network of the lab.`,
 func newAgentWhoAmICommand() *cobra.Command {
 	var server string
 	cmd := &cobra.Command{
-		Use:   "whoami",
+		Use:   agentcmd.WhoAmI,
 		Short: "Print the source address an external agent saw this connection come from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -204,7 +205,7 @@ func newAgentExternalServersCommand() *cobra.Command {
 	var specs []string
 	var stop bool
 	cmd := &cobra.Command{
-		Use:   "external-servers --server HOST:PORT (--start WORKLOAD=PORT... | --stop)",
+		Use:   agentcmd.ExternalServers + " --server HOST:PORT (--start WORKLOAD=PORT... | --stop)",
 		Short: "Ask an external agent to run the servers of workloads (port 0: it picks one), printing them with their ports as JSON, or to stop them all",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -235,7 +236,7 @@ func newAgentExternalServersCommand() *cobra.Command {
 func newAgentNameServerCommand() *cobra.Command {
 	o := agent.NameServerOptions{}
 	cmd := &cobra.Command{
-		Use:   "name-server",
+		Use:   agentcmd.NameServer,
 		Short: "HTTP server answering every request with its pod's name (a split's backend), until SIGTERM",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -252,7 +253,7 @@ func newAgentNameServerCommand() *cobra.Command {
 func newAgentHTTPGetCommand() *cobra.Command {
 	var url, host string
 	cmd := &cobra.Command{
-		Use:   "http-get",
+		Use:   agentcmd.HTTPGet,
 		Short: "GET a URL once and print the body of its 200 answer",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
@@ -274,7 +275,7 @@ func newAgentSplitCommand() *cobra.Command {
 	o := agent.SplitOptions{}
 	var weight int
 	cmd := &cobra.Command{
-		Use:   "split",
+		Use:   agentcmd.Split,
 		Short: "Load a weighted HTTP split with k6 and print its accuracy per window, rate and latency as JSON",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {

@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -117,7 +118,7 @@ func (c *creator) setupExternal(ctx context.Context) error {
 		return fmt.Errorf("locate the cnibench binary for the external host's agent: %w", err)
 	}
 	r, err := c.start(ctx, daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
-		argv: []string{self, "agent", "serve", "--listen", net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort))}})
+		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort))}.Argv()})
 	if err != nil {
 		return err
 	}

@@ -5,9 +5,9 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"strconv"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -34,12 +34,7 @@ func (cnibench) Supports(w Workload) bool {
 // that: TIME_WAIT stays on the server, so the client's ports never run out, on any node
 // whose sysctls cnibench cannot change (agent.CRR explains why the baseline needs it).
 func (cnibench) ServerArgv(w Workload, port int) []string {
-	argv := []string{"cnibench", "agent", "echo-server", "--port", strconv.Itoa(port),
-		"--size", strconv.Itoa(w.MessageSize)}
-	if w.Kind == TCPCRR {
-		argv = append(argv, "--close-after-reply")
-	}
-	return argv
+	return agentcmd.EchoServerCmd{Port: port, Size: w.MessageSize, CloseAfterReply: w.Kind == TCPCRR}.Argv()
 }
 
 // ServerClosesFirst reports whether the server closes each connection first: for tcp-crr.
@@ -53,16 +48,8 @@ func (cnibench) ServerClosesFirst(w Workload) bool { return w.Kind == TCPCRR }
 // TARGET is passed verbatim (IPv4, bare IPv6 such as fd00::1, or a DNS name); the
 // duration is a Go duration string.
 func (cnibench) ClientArgv(w Workload, target string, port int) []string {
-	mode := "crr"
-	if w.Kind == TCPRR {
-		mode = "rr"
-	}
-	argv := []string{"cnibench", "agent", mode, "--target", target, "--port", strconv.Itoa(port),
-		"--duration", w.Duration.String(), "--size", strconv.Itoa(w.MessageSize)}
-	if w.Kind == TCPCRR {
-		argv = append(argv, "--server-closes")
-	}
-	return argv
+	return agentcmd.ClientCmd{NewConnections: w.Kind == TCPCRR, Target: target, Port: port, Size: w.MessageSize,
+		Duration: w.Duration, ServerCloses: w.Kind == TCPCRR}.Argv()
 }
 
 // Parse implements Engine: rate_per_s becomes connections_per_s (crr) or

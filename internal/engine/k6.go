@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/split"
 )
@@ -76,9 +77,8 @@ func (k6) ServerArgv(Workload, int) []string { return nil }
 // ClientArgv implements Engine; target and port are the Gateway's address and listener.
 func (k6) ClientArgv(w Workload, target string, port int) []string {
 	url := "http://" + joinHostPort(target, port) + "/"
-	return []string{"cnibench", "agent", "split", "--url", url, "--host", SplitHost(w.Weight),
-		"--first", SplitFirstBackend, "--weight", strconv.Itoa(w.Weight), "--vus", strconv.Itoa(w.VUs),
-		"--duration", strconv.Itoa(int(w.Duration.Seconds())) + "s"}
+	return agentcmd.SplitCmd{URL: url, Host: SplitHost(w.Weight), First: SplitFirstBackend, Weight: w.Weight,
+		VUs: w.VUs, Duration: w.Duration}.Argv()
 }
 
 // Parse implements Engine: the summary `cnibench agent split` prints.

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -80,7 +81,7 @@ func (c *Client) DeployGateway(ctx context.Context, s GatewaySpec) (*Gateway, er
 	g := &Gateway{Class: s.ClassName, First: podName(RoleBackendA, 0)}
 	var pods []*corev1.Pod
 	for _, role := range []string{RoleBackendA, RoleBackendB} {
-		argv := []string{"cnibench", "agent", "name-server", "--port", strconv.Itoa(BackendPort)}
+		argv := agentcmd.NameServerCmd{Port: BackendPort}.Argv()
 		pods = append(pods, s.pod(role, "backend", argv, BackendPort, ""))
 		if err := c.createService(ctx, s, role, BackendPort); err != nil {
 			return nil, err

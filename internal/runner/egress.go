@@ -12,6 +12,7 @@ import (
 
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -75,7 +76,7 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 // ports it picks: pairs share the host, so each listens on its own, and a host that outlives
 // runs picks ports the last run's connections do not hold.
 func (r *run) startExternalServers(ctx context.Context, tg *target) error {
-	args := []string{"cnibench", "agent", "external-servers", "--server", tg.ext.control}
+	cmd := agentcmd.ExternalServersCmd{Server: tg.ext.control}
 	f := tg.fixture
 	var order []int // the server index of each --start
 	started := map[int]bool{}
@@ -87,13 +88,13 @@ func (r *run) startExternalServers(ctx context.Context, tg *target) error {
 		}
 		started[j] = true
 		for range f.Spec.Pairs() {
-			args = append(args, "--start", ew.ID()+"=0")
+			cmd.Start = append(cmd.Start, ew.ID()+"=0")
 			order = append(order, j)
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
-	out, err := tg.client.Exec(ctx, tg.namespace, f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer, args)
+	out, err := tg.client.Exec(ctx, tg.namespace, f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer, cmd.Argv())
 	if err != nil {
 		return fmt.Errorf("external host %s: %w", tg.ext.control, err)
 	}
@@ -117,7 +118,7 @@ func (r *run) stopExternalServers(ctx context.Context, tg *target) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := tg.client.Exec(ctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
-		[]string{"cnibench", "agent", "external-servers", "--server", tg.ext.control, "--stop"})
+		agentcmd.ExternalServersCmd{Server: tg.ext.control, Stop: true}.Argv())
 	return err
 }
 
@@ -172,7 +173,7 @@ func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []p
 		}
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		out, err := tg.client.Exec(tctx, tg.namespace, e.clientPod, kube.ClientContainer,
-			[]string{"cnibench", "agent", "whoami", "--server", control})
+			agentcmd.WhoAmICmd{Server: control}.Argv())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("path %s: prove the source address: %w", path, err)

@@ -11,6 +11,7 @@ import (
 
 	"k8s.io/apimachinery/pkg/util/wait"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -92,7 +93,7 @@ func (r *run) waitRoute(ctx context.Context, tg *target, host string) error {
 		tctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 		defer cancel()
 		out, err := tg.client.Exec(tctx, tg.namespace, client, kube.ClientContainer,
-			[]string{"cnibench", "agent", "http-get", "--url", tg.gateway.URL, "--host", host})
+			agentcmd.HTTPGetCmd{URL: tg.gateway.URL, Host: host}.Argv())
 		if err != nil {
 			last = err.Error()
 			return false, nil

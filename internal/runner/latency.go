@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
@@ -33,6 +34,9 @@ const (
 // probeInterval is the time between connection attempts that time a Service or a policy
 // taking effect: the resolution of those latencies.
 const probeInterval = 10 * time.Millisecond
+
+// probeTimeout bounds each probe's handshake.
+const probeTimeout = 250 * time.Millisecond
 
 // addSetup records one setup figure set of the target, stored once the target is.
 func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
@@ -78,8 +82,9 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) {
 func (r *run) networkReadiness(ctx context.Context, tg *target, role string) (float64, error) {
 	srv := tg.fixture.Pod(role, 0).Status.PodIP
 	port := tg.fixture.Spec.ServersOf(role, 0)[0].Port
-	argv := []string{"cnibench", "agent", "probe", "--target", net.JoinHostPort(srv, strconv.Itoa(port)), "--until", agent.ProbeOpen,
-		"--interval", probeInterval.String(), "--timeout", "250ms", "--confirm", "0", "--max-wait", "1m"}
+	confirm := 0 // the first success is the figure: its network carries traffic
+	argv := agentcmd.ProbeCmd{Target: net.JoinHostPort(srv, strconv.Itoa(port)), Until: agent.ProbeOpen,
+		Interval: probeInterval, Timeout: probeTimeout, Confirm: &confirm, MaxWait: time.Minute}.Argv()
 	out, err := tg.client.RunOnce(ctx, tg.fixture, kube.ReadinessPodName, argv, 3*time.Minute)
 	if err != nil {
 		return 0, err
@@ -139,9 +144,9 @@ func latencyMS(change, seen time.Time) float64 {
 // seen, after running change; it returns when the first attempt with that outcome started.
 func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, until string, change func() error) (time.Time, error) {
 	client := tg.fixture.Pod(kube.RoleClient, 0).Name
-	argv := []string{"cnibench", "agent", "run", "--barrier", "--",
-		"cnibench", "agent", "probe", "--target", net.JoinHostPort(ip, strconv.Itoa(port)), "--until", until,
-		"--interval", probeInterval.String(), "--timeout", "250ms", "--confirm", "3", "--max-wait", enforceTimeout.String()}
+	confirm := 3
+	argv := agentcmd.RunCmd{Barrier: true, Command: agentcmd.ProbeCmd{Target: net.JoinHostPort(ip, strconv.Itoa(port)), Until: until,
+		Interval: probeInterval, Timeout: probeTimeout, Confirm: &confirm, MaxWait: enforceTimeout}.Argv()}.Argv()
 	reports, err := r.runPairs(ctx, tg, [][]string{argv}, []pairEnd{{clientPod: client}}, enforceTimeout+time.Minute, change)
 	if err != nil {
 		return time.Time{}, err

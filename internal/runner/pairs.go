@@ -7,12 +7,12 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -40,16 +40,15 @@ const skewFlagFraction = 0.05
 // clientArgv wraps a pair's client command in `cnibench agent run`, which waits at the
 // barrier, times the start on the node and, for several pairs, logs every round trip.
 func clientArgv(eng engine.Engine, ew engine.Workload, end pairEnd, pairs int, awake bool) []string {
-	argv := eng.ClientArgv(ew, end.target, end.port)
-	wrap := []string{"cnibench", "agent", "run", "--barrier"}
+	run := agentcmd.RunCmd{Barrier: true, Command: eng.ClientArgv(ew, end.target, end.port)}
 	if awake && (ew.Kind == engine.TCPRR || ew.Kind == engine.TCPCRR) {
-		wrap = append(wrap, "--keep-awake", strconv.Itoa(pairs))
+		run.KeepAwake = pairs
 	}
 	if l, ok := eng.(engine.RTTLogger); ok && pairs > 1 {
-		argv = l.WithRTTLog(argv, rttLogFile)
-		wrap = append(wrap, "--rtt-log", rttLogFile)
+		run.Command = l.WithRTTLog(run.Command, rttLogFile)
+		run.RTTLog = rttLogFile
 	}
-	return append(append(wrap, "--"), argv...)
+	return run.Argv()
 }
 
 // readyWriter collects a client's stderr and signals once the client waits at the barrier.

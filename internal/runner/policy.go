@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -92,7 +93,7 @@ func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (strin
 	pctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	raw, err := tg.client.Exec(pctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
-		[]string{"cnibench", "agent", "probe", "--target", addr, "--timeout", "1s"})
+		agentcmd.ProbeCmd{Target: addr, Timeout: time.Second}.Argv())
 	if err != nil {
 		return "", fmt.Errorf("probe %s: %w", addr, err)
 	}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -177,7 +178,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 	for attempt := 0; attempt < statAttempts; attempt++ {
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		var raw []byte
-		raw, err = c.Exec(tctx, namespace, pc.pod, pc.container, []string{"cnibench", "agent", "stat"})
+		raw, err = c.Exec(tctx, namespace, pc.pod, pc.container, agentcmd.StatCmd{}.Argv())
 		cancel()
 		if err != nil {
 			return err
