@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/export"
-	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 	"github.com/spf13/cobra"
 )
 

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/compare"
-	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
 func TestCompareBaseline(t *testing.T) {

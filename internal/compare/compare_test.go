@@ -12,9 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
 const (

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
 const (

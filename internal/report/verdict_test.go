@@ -8,8 +8,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/export/fixture"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
 // cellSamples makes n measured samples of one metric, plus a warm-up and a failed one that

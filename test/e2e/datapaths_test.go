@@ -14,8 +14,8 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/hostsnap"
 	"github.com/cnibench/cnibench/internal/suite"
+	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
 
 // datapathFamilies are the datapaths measured side by side, in the order they are created. Each

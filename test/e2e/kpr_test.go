@@ -15,7 +15,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cnibench/cnibench/internal/cgroupfs"
 	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/hostsnap"
+	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
 
 // rootSocketPrograms lists the connect4 programs on the host's cgroup2 root.

@@ -20,7 +20,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/hostsnap"
+	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
 
 // cnibenchBin is built once for the package by TestMain.
