@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/progress"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -64,6 +65,7 @@ type creator struct {
 	cg     cgroupTree
 	out    io.Writer
 	began  time.Time
+	log    *progress.Log
 	client kubernetes.Interface
 	wait   time.Duration
 	// archives are the image archives every node imports.
@@ -144,6 +146,7 @@ func Create(ctx context.Context, o Options) (err error) {
 		return err
 	}
 	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI}
+	c.log = progress.New(o.Out, c.began)
 	if c.spec, err = reserve(o, cg.String()); err != nil {
 		return err
 	}
@@ -318,9 +321,7 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, er
 }
 
 // progress prints one line with the time since create began.
-func (c *creator) progress(format string, args ...any) {
-	fmt.Fprintf(c.out, "[%5.1fs] %s\n", time.Since(c.began).Seconds(), fmt.Sprintf(format, args...))
-}
+func (c *creator) progress(format string, args ...any) { c.log.Printf(format, args...) }
 
 // watch registers a started daemon: its death fails the create at once, and an aborted create
 // kills it.

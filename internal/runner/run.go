@@ -7,13 +7,13 @@ import (
 	"io"
 	"math/rand/v2"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/progress"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -58,8 +58,8 @@ type run struct {
 	// providers are the run's clusters by provider key: the targets of one cluster's runtimes
 	// share its provider, which is released once.
 	providers map[string]provider
-	// outMu keeps lines whole when targets report from parallel steps.
-	outMu sync.Mutex
+	// log prints the run's status lines, whole when targets report from parallel steps.
+	log *progress.Log
 	// seq is the last sample number handed out: the schedule's come first, setup samples and
 	// extra rounds after.
 	seq int
@@ -80,6 +80,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	}
 	o.Suite.Seed = seed
 	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]provider{}}
+	r.log = progress.New(o.Out, r.began)
 	owner, err := store.CurrentOwner()
 	if err != nil {
 		return res, fmt.Errorf("identify this process for the store: %w", err)
@@ -261,8 +262,4 @@ func headline(s store.Sample) string {
 }
 
 // progress prints a line with the time since the run began.
-func (r *run) progress(format string, args ...any) {
-	r.outMu.Lock()
-	defer r.outMu.Unlock()
-	fmt.Fprintf(r.opts.Out, "[%6.1fs] %s\n", time.Since(r.began).Seconds(), fmt.Sprintf(format, args...))
-}
+func (r *run) progress(format string, args ...any) { r.log.Printf(format, args...) }
