@@ -31,7 +31,7 @@ workloads:
   - {kind: tcp-crr, size: 64}
   - {kind: gateway-split, weight: 40, vus: [1, 100]}
 repetitions: 2
-duration: 3s
+duration: 5s
 warmup: 1s
 `
 
