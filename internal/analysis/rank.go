@@ -91,18 +91,8 @@ func Rank(samples []store.Sample) []RankGroup {
 		g.Entries = rankEntries(k.metric, byTarget, spec.HigherIsBetter, "", "best")
 		groups = append(groups, g)
 	}
-	sort.Slice(groups, func(i, j int) bool {
-		a, b := groups[i], groups[j]
-		if a.Workload != b.Workload {
-			return a.Workload < b.Workload
-		}
-		if a.Pairs != b.Pairs {
-			return a.Pairs < b.Pairs
-		}
-		if a.Path != b.Path {
-			return PathRank(a.Path) < PathRank(b.Path)
-		}
-		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
+	slices.SortFunc(groups, func(a, b RankGroup) int {
+		return Order{a.Workload, a.Pairs, a.Path, a.Metric}.Compare(Order{b.Workload, b.Pairs, b.Path, b.Metric})
 	})
 	return groups
 }

@@ -5,8 +5,9 @@
 package analysis
 
 import (
+	"cmp"
 	"math"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
@@ -104,21 +105,9 @@ func SummarizeMetric(metric string, xs []float64) stats.Summary {
 
 // sortRows orders rows by target, workload, path (suite order), then metric display order.
 func sortRows(rows []Row) {
-	sort.Slice(rows, func(i, j int) bool {
-		a, b := rows[i], rows[j]
-		if a.Target != b.Target {
-			return a.Target < b.Target
-		}
-		if a.Workload != b.Workload {
-			return a.Workload < b.Workload
-		}
-		if a.Pairs != b.Pairs {
-			return a.Pairs < b.Pairs
-		}
-		if a.Path != b.Path {
-			return PathRank(a.Path) < PathRank(b.Path)
-		}
-		return MetricRank(a.Workload, a.Metric) < MetricRank(b.Workload, b.Metric)
+	slices.SortFunc(rows, func(a, b Row) int {
+		return cmp.Or(cmp.Compare(a.Target, b.Target),
+			Order{a.Workload, a.Pairs, a.Path, a.Metric}.Compare(Order{b.Workload, b.Pairs, b.Path, b.Metric}))
 	})
 }
 

@@ -351,14 +351,9 @@ func unmatched(x, y side) []Cell {
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
-		if out[i].Workload != out[j].Workload {
-			return out[i].Workload < out[j].Workload
-		}
-		if out[i].Pairs != out[j].Pairs {
-			return out[i].Pairs < out[j].Pairs
-		}
-		pi, pj := analysis.PathRank(out[i].Path), analysis.PathRank(out[j].Path)
-		return pi < pj || pi == pj && out[i].Path < out[j].Path
+		a, b := out[i], out[j]
+		return analysis.Order{Workload: a.Workload, Pairs: a.Pairs, Path: a.Path}.Compare(
+			analysis.Order{Workload: b.Workload, Pairs: b.Pairs, Path: b.Path}) < 0
 	})
 	return out
 }
@@ -487,19 +482,8 @@ func sortRows(rows []Row) {
 		if sa, sb := a.Path == store.SetupPath, b.Path == store.SetupPath; sa != sb {
 			return sb
 		}
-		if a.Workload != b.Workload {
-			return a.Workload < b.Workload
-		}
-		if a.Pairs != b.Pairs {
-			return a.Pairs < b.Pairs
-		}
-		if pa, pb := analysis.PathRank(a.Path), analysis.PathRank(b.Path); pa != pb || a.Path != b.Path {
-			return pa < pb || pa == pb && a.Path < b.Path
-		}
-		if ma, mb := analysis.MetricRank(a.Workload, a.Metric), analysis.MetricRank(b.Workload, b.Metric); ma != mb {
-			return ma < mb
-		}
-		return a.Metric < b.Metric
+		return analysis.Order{Workload: a.Workload, Pairs: a.Pairs, Path: a.Path, Metric: a.Metric}.Compare(
+			analysis.Order{Workload: b.Workload, Pairs: b.Pairs, Path: b.Path, Metric: b.Metric}) < 0
 	})
 }
 
