@@ -31,7 +31,7 @@ type cgroupTree struct {
 	unified string
 }
 
-// String names the layout the way the requirements in README do.
+// String names the layout the way the host requirements in docs/local-cluster.md do.
 func (t cgroupTree) String() string {
 	switch t.mode {
 	case cgroups.Unified:

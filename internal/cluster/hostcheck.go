@@ -50,7 +50,7 @@ func checkHost(o Options) (cgroupTree, error) {
 	add(checkHostTools())
 	add(checkInotify(o.Nodes))
 	if len(problems) > 0 {
-		return cg, fmt.Errorf("this host cannot run a local cluster (see README, Host requirements):\n  %s", strings.Join(problems, "\n  "))
+		return cg, fmt.Errorf("this host cannot run a local cluster (see docs/local-cluster.md, Host requirements):\n  %s", strings.Join(problems, "\n  "))
 	}
 	return cg, nil
 }
