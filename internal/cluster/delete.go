@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+	"k8s.io/apimachinery/pkg/util/wait"
 )
 
 // DeleteOptions are the inputs of Delete.
@@ -220,10 +221,8 @@ func (d deleter) removeNetwork(ctx context.Context) error {
 			errs = append(errs, err)
 		}
 	}
-	if _, err := os.Stat("/sys/class/net/" + d.spec.HostLink()); err == nil {
-		if err := run(ctx, "ip", "link", "delete", d.spec.HostLink()); err != nil {
-			errs = append(errs, err)
-		}
+	if err := removeHostLink(ctx, d.spec.HostLink()); err != nil {
+		errs = append(errs, err)
 	}
 	if d.spec.Index >= 0 {
 		block := d.spec.Plan().Block().String()
@@ -241,6 +240,31 @@ func (d deleter) removeNetwork(ctx context.Context) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// removeHostLink deletes the root end of the cluster's veth unless the kernel has: deleting
+// the namespace that holds the other end destroys the pair in the background, so the link can
+// vanish between the check and the delete ("Cannot find device"), which is the state wanted.
+func removeHostLink(ctx context.Context, link string) error {
+	present := func() bool {
+		_, err := os.Stat("/sys/class/net/" + link)
+		return err == nil
+	}
+	if !present() {
+		return nil
+	}
+	err := run(ctx, "ip", "link", "delete", link)
+	if err == nil {
+		return nil
+	}
+	// Still listed: the kernel may be tearing it down; give it a moment before calling it stuck.
+	_ = wait.PollUntilContextTimeout(ctx, 100*time.Millisecond, 5*time.Second, true, func(context.Context) (bool, error) {
+		return !present(), nil
+	})
+	if !present() {
+		return nil
+	}
+	return err
 }
 
 // removeCgroups removes the cluster's cgroup tree, retrying while the last tasks are torn down.
