@@ -43,9 +43,6 @@ func argv(sub string, args ...string) []string {
 	return append([]string{Binary, Group, sub}, args...)
 }
 
-// duration formats a flag value the way Go's flag parsing reads it back.
-func duration(d time.Duration) string { return d.String() }
-
 // StatCmd reads the container's CPU, memory and network counters.
 type StatCmd struct{}
 
@@ -72,16 +69,16 @@ func (c ProbeCmd) Argv() []string {
 		a = append(a, "--until", c.Until)
 	}
 	if c.Interval > 0 {
-		a = append(a, "--interval", duration(c.Interval))
+		a = append(a, "--interval", c.Interval.String())
 	}
 	if c.Timeout > 0 {
-		a = append(a, "--timeout", duration(c.Timeout))
+		a = append(a, "--timeout", c.Timeout.String())
 	}
 	if c.Confirm != nil {
 		a = append(a, "--confirm", strconv.Itoa(*c.Confirm))
 	}
 	if c.MaxWait > 0 {
-		a = append(a, "--max-wait", duration(c.MaxWait))
+		a = append(a, "--max-wait", c.MaxWait.String())
 	}
 	return a
 }
@@ -147,7 +144,7 @@ func (c ClientCmd) Argv() []string {
 		sub = CRR
 	}
 	a := argv(sub, "--target", c.Target, "--port", strconv.Itoa(c.Port),
-		"--duration", duration(c.Duration), "--size", strconv.Itoa(c.Size))
+		"--duration", c.Duration.String(), "--size", strconv.Itoa(c.Size))
 	if c.ServerCloses {
 		a = append(a, "--server-closes")
 	}

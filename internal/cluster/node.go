@@ -304,13 +304,14 @@ func (c *creator) writeResolvConf() error {
 }
 
 // mountRuntimeStorage puts a node runtime's image store on a tmpfs. Every node imports the
-// cluster's images at create (340 MB of tmpfs a node, blobs and unpacked layers), and on the host's disk the runtime's
-// fsyncs made that import half of a create's "starting nodes" step (10.4 s against 5.8 s on
-// tmpfs, two nodes at once); delete frees it at once instead of removing the files. The mount
-// lives below the shared state directory, so it reaches the runtime's mount namespace, outlives
-// a runtime that dies and is started again, and delete unmounts it with the rest
-// (unmountAll). Options.RuntimeOnDisk keeps it on disk, for hosts short of memory. Pods'
-// writable layers live there too: a workload that measures disk I/O must use a volume.
+// cluster's images at create (340 MB of tmpfs a node, blobs and unpacked layers), and on the
+// host's disk the runtime's fsyncs made that import half of a create's "starting nodes" step
+// (10.4 s against 5.8 s on tmpfs, two nodes at once); delete frees it at once instead of
+// removing the files. The mount lives below the shared state directory, so it reaches the
+// runtime's mount namespace, outlives a runtime that dies and is started again, and delete
+// unmounts it with the rest (unmountAll). Options.RuntimeOnDisk keeps it on disk, for hosts
+// short of memory. Pods' writable layers live there too: a workload that measures disk I/O
+// must use a volume.
 func (c *creator) mountRuntimeStorage(dir string) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err

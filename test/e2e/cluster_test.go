@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -327,21 +328,12 @@ func clusterInotify(t *testing.T, name string) int {
 // mounted on its root directory, the default) or "disk" (no mount there, --runtime-on-disk).
 func assertRuntimeStorage(t *testing.T, name, want string) {
 	t.Helper()
-	mounts, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		t.Fatal(err)
-	}
+	mounts := snapshot(t).Mounts
 	for i := 1; i <= 2; i++ {
 		root := filepath.Join(cluster.DefaultLayout().Dir(name), "nodes", fmt.Sprintf("node%d", i), "containerd", "root")
 		got := "disk"
-		for _, line := range strings.Split(string(mounts), "\n") {
-			// mountinfo: ID parent major:minor root mountpoint options... - fstype source superoptions
-			f := strings.Fields(line)
-			if len(f) > 4 && f[4] == root {
-				if sep := strings.Index(line, " - "); sep >= 0 {
-					got = strings.Fields(line[sep+3:])[0]
-				}
-			}
+		if slices.Contains(mounts, "mount "+root+" tmpfs") {
+			got = "tmpfs"
 		}
 		if got != want {
 			t.Errorf("%s: containerd's root is on %s, want %s", root, got, want)
