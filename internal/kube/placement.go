@@ -16,6 +16,9 @@ type PlacementOptions struct {
 	Nodes          []string // explicit node names (first is A, second B, more spread pairs); empty: choose
 	Selector       string   // label selector the chosen nodes must match
 	TolerateTaints bool     // place on tainted nodes too (pods tolerate every taint)
+	// OneNode accepts a single usable node (clients and servers on it) when only one is
+	// found: for runs whose paths all stay on one node. Two are still used when there are.
+	OneNode bool
 }
 
 // Placement is where clients (A) and remote servers (B) run; with several pairs and more
@@ -85,6 +88,9 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 			}
 		}
 		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1], Nodes: o.Nodes}, false, nil
+	}
+	if len(usable) == 1 && o.OneNode {
+		return Placement{NodeA: usable[0], NodeB: usable[0], Nodes: usable}, false, nil
 	}
 	if len(usable) < 2 {
 		return Placement{}, transient, fmt.Errorf("need two Ready, schedulable nodes, found %d usable of %d (selector %q); unusable: %s",

@@ -65,6 +65,26 @@ func TestPlaceExplicitNodes(t *testing.T) {
 	}
 }
 
+// A run whose paths stay on one node takes a single-node cluster; others still need two.
+func TestPlaceOneNode(t *testing.T) {
+	ctx := context.Background()
+	c := &Client{CS: fake.NewSimpleClientset(node("n1", true), node("n2", false))}
+	p, _, err := c.place(ctx, PlacementOptions{OneNode: true})
+	if err != nil || !reflect.DeepEqual(p, Placement{NodeA: "n1", NodeB: "n1", Nodes: []string{"n1"}}) {
+		t.Errorf("one usable node, one-node paths: %+v %v", p, err)
+	}
+	if _, _, err := c.place(ctx, PlacementOptions{}); err == nil || !strings.Contains(err.Error(), "need two Ready, schedulable nodes, found 1") {
+		t.Errorf("one usable node, two-node paths: %v", err)
+	}
+	c = &Client{CS: fake.NewSimpleClientset(node("n1", true), node("n2", true))}
+	if p, _, err := c.place(ctx, PlacementOptions{OneNode: true}); err != nil || p.NodeA == p.NodeB {
+		t.Errorf("two usable nodes are both used: %+v %v", p, err)
+	}
+	if s := (Placement{NodeA: "n1", NodeB: "n1"}).all(); len(s) != 2 || s[1] != "n1" {
+		t.Errorf("a one-node placement puts remote servers on the same node: %v", s)
+	}
+}
+
 func TestNotReadyTaintIsTransient(t *testing.T) {
 	coming := node("n1", true, corev1.Taint{Key: corev1.TaintNodeNotReady, Effect: corev1.TaintEffectNoExecute})
 	if NodeReady(*coming) || !NodeReady(*node("n2", true, noSchedule)) {

@@ -157,7 +157,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err := tg.client.Preflight(ctx, tg.namespace, policy); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	placement, err := tg.client.Place(ctx, r.opts.Placement)
+	po := r.opts.Placement
+	po.OneNode = len(r.opts.Suite.TwoNodePaths()) == 0
+	placement, err := tg.client.Place(ctx, po)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
@@ -311,6 +313,9 @@ func (p prefixWriter) Write(b []byte) (int, error) {
 func placementNodes(p kube.Placement, pairs int) []string {
 	if len(p.Nodes) > 2 && pairs > 1 {
 		return p.Nodes[:min(len(p.Nodes), pairs+1)]
+	}
+	if p.NodeA == p.NodeB {
+		return []string{p.NodeA}
 	}
 	return []string{p.NodeA, p.NodeB}
 }

@@ -6,6 +6,7 @@ package suite
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -38,6 +39,20 @@ const (
 // AllPaths lists every path in display order.
 func AllPaths() []string {
 	return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway}
+}
+
+// OneNodePaths lists the paths a single node can carry: both ends on one node.
+func OneNodePaths() []string { return []string{SameNode, Localhost} }
+
+// TwoNodePaths lists the suite's paths that need two nodes: every path but OneNodePaths.
+func (s Suite) TwoNodePaths() []string {
+	var out []string
+	for _, p := range s.Paths {
+		if !slices.Contains(OneNodePaths(), p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // IsEgress reports whether a path leaves the cluster: its server is the external host's.

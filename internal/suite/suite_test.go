@@ -2,6 +2,7 @@ package suite
 
 import (
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -34,21 +35,34 @@ func TestParseNamesTheBadField(t *testing.T) {
 		"repetitions: 1\n":    "repetitions: expected 2-1000",
 		"duration: 1500ms\n":  "duration: expected whole seconds",
 		"duration: soon\n":    "expected a duration such as 5s",
-		"workloads: [{kind: tcp-stream, streams: 500}]":                   "workloads[0]: streams",
-		"workloads: [{kind: udp-stream, size: 1300}]":                     "workloads[0]: rate",
-		"workloads: [{kind: ping}]":                                       "workloads[0]",
-		"targets: [{name: a, kubeconfig: k, local: {}}]":                  "targets[0]: expected either local or kubeconfig",
-		"targets: [{name: a}, {name: a}]":                                 `targets[1].name: "a" is used twice`,
-		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]": "workloads[1]: tcp-rr/64B is listed twice",
-		"targets: [{name: a, local: {kubernetes: v1.20.0}}]":              `targets[0].local.kubernetes: "v1.20.0": expected one of v1.37.2`,
-		"targets: [{name: a, local: {nodes: 51}}]":                        "targets[0].local.nodes: expected at most 50, got 51",
-		"pods: sometimes\n":                                               `pods: "sometimes": expected run (deployed once for the run) or round`,
+		"workloads: [{kind: tcp-stream, streams: 500}]":                           "workloads[0]: streams",
+		"workloads: [{kind: udp-stream, size: 1300}]":                             "workloads[0]: rate",
+		"workloads: [{kind: ping}]":                                               "workloads[0]",
+		"targets: [{name: a, kubeconfig: k, local: {}}]":                          "targets[0]: expected either local or kubeconfig",
+		"targets: [{name: a}, {name: a}]":                                         `targets[1].name: "a" is used twice`,
+		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]":         "workloads[1]: tcp-rr/64B is listed twice",
+		"targets: [{name: a, local: {kubernetes: v1.20.0}}]":                      `targets[0].local.kubernetes: "v1.20.0": expected one of v1.37.2`,
+		"targets: [{name: a, local: {nodes: 51}}]":                                "targets[0].local.nodes: expected at most 50, got 51",
+		"targets: [{name: a, local: {nodes: 1}}]\npaths: [same-node, cross-node]": "targets[0].local.nodes: 1 node cannot carry paths cross-node (they need two nodes)",
+		"targets: [{name: a, local: {nodes: -1}}]":                                "targets[0].local.nodes: expected at least 1, got -1",
+		"pods: sometimes\n":                                                       `pods: "sometimes": expected run (deployed once for the run) or round`,
 	}
 	for in, want := range cases {
 		_, err := Parse([]byte(in))
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%q: error %v, want it to contain %q", in, err, want)
 		}
+	}
+}
+
+// A single-node local cluster is refused only for paths that need a second node.
+func TestOneNodeTargetForOneNodePaths(t *testing.T) {
+	s, err := Parse([]byte("targets: [{name: a, local: {nodes: 1}}]\npaths: [same-node, localhost]\n"))
+	if err != nil || s.Targets[0].Local.Nodes != 1 || len(s.TwoNodePaths()) != 0 {
+		t.Fatalf("one node, one-node paths: %+v, %v", s, err)
+	}
+	if got := (Suite{Paths: AllPaths()}).TwoNodePaths(); len(got) != len(AllPaths())-2 || slices.Contains(got, SameNode) || slices.Contains(got, Localhost) {
+		t.Errorf("two-node paths of every path: %v", got)
 	}
 }
 

@@ -31,8 +31,14 @@ func (s Suite) Validate() error {
 		if t.Local != nil && (t.Kubeconfig != "" || t.Context != "") {
 			add("targets[%d]: expected either local or kubeconfig/context, not both", i)
 		}
-		if t.Local != nil && (t.Local.Nodes < 2) {
-			add("targets[%d].local.nodes: expected at least 2 (cross-node paths need two nodes), got %d", i, t.Local.Nodes)
+		if t.Local != nil && t.Local.Nodes < 1 {
+			add("targets[%d].local.nodes: expected at least 1, got %d", i, t.Local.Nodes)
+		}
+		if t.Local != nil && t.Local.Nodes == 1 {
+			if two := s.TwoNodePaths(); len(two) > 0 {
+				add("targets[%d].local.nodes: 1 node cannot carry paths %s (they need two nodes): expected at least 2, or paths among %s",
+					i, strings.Join(two, ", "), strings.Join(OneNodePaths(), ", "))
+			}
 		}
 		if t.Local != nil && t.Local.Nodes > lab.MaxNodes {
 			add("targets[%d].local.nodes: expected at most %d, got %d", i, lab.MaxNodes, t.Local.Nodes)
