@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/analysis"
+	"github.com/cnibench/cnibench/internal/mdtext"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -160,7 +161,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 		r    Resolved
 	}{{"A (baseline)", res.A}, {"B", res.B}} {
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s |\n", s.name, mdCode(s.r.Run), mdCode(s.r.Target),
-			s.r.Started.UTC().Format("2006-01-02 15:04:05Z"), mdCell(s.r.Status))
+			s.r.Started.UTC().Format("2006-01-02 15:04:05Z"), mdtext.Escape(s.r.Status))
 	}
 	fmt.Fprintf(w, "\n**B vs A: %s.**\n\n", res.summaryLine())
 	if len(res.FingerprintDiff) > 0 {
@@ -169,7 +170,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 		fmt.Fprintln(w, "| fingerprint | A | B |")
 		fmt.Fprintln(w, "|---|---|---|")
 		for _, d := range res.FingerprintDiff {
-			fmt.Fprintf(w, "| %s | %s | %s |\n", mdCell(d.Key), mdCell(orDash(d.A)), mdCell(orDash(d.B)))
+			fmt.Fprintf(w, "| %s | %s | %s |\n", mdtext.Escape(d.Key), mdtext.Escape(orDash(d.A)), mdtext.Escape(orDash(d.B)))
 		}
 		fmt.Fprintln(w)
 	}
@@ -186,14 +187,14 @@ func writeMarkdown(w io.Writer, res Result) error {
 				verdict += " (" + r.Note + ")"
 			}
 		}
-		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdCell(r.label()), mdCell(r.Path),
-			mdCell(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB),
+		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdtext.Escape(r.label()), mdtext.Escape(r.Path),
+			mdtext.Escape(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB),
 			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), rowP(r),
-			res.pColumn(pvalue(r.PAdjusted)+" | "), mdCell(verdict))
+			res.pColumn(pvalue(r.PAdjusted)+" | "), mdtext.Escape(verdict))
 	}
 	fmt.Fprintln(w)
 	writeUnmatched(w, res, mdCode)
-	_, err := fmt.Fprintf(w, "\n<sub>%s</sub>\n", mdCell(res.method()))
+	_, err := fmt.Fprintf(w, "\n<sub>%s</sub>\n", mdtext.Escape(res.method()))
 	return err
 }
 
@@ -326,19 +327,11 @@ func orDash(s string) string {
 	return s
 }
 
-// mdCell makes text safe inside a Markdown table cell: a pipe would end the cell and a line
-// break the row.
-func mdCell(s string) string {
-	s = strings.ReplaceAll(s, `\`, `\\`)
-	s = strings.ReplaceAll(s, "|", `\|`)
-	return strings.Join(strings.Fields(strings.ReplaceAll(s, "\n", " ")), " ")
-}
-
 // mdCode renders s as inline code, falling back to escaped text when s contains a backtick
 // or a pipe, which a code span cannot hold inside a table.
 func mdCode(s string) string {
 	if strings.ContainsAny(s, "`|\n") {
-		return mdCell(s)
+		return mdtext.Escape(s)
 	}
 	return "`" + s + "`"
 }

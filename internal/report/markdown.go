@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/mdtext"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -292,7 +293,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 	for i, d := range docs {
 		ids[i] = d.Run.ID
 	}
-	fmt.Fprintf(bw, "# cnibench report: %s\n\n", mdEscape(strings.Join(ids, ", ")))
+	fmt.Fprintf(bw, "# cnibench report: %s\n\n", mdtext.Escape(strings.Join(ids, ", ")))
 	mdTable(bw, []string{"Run", "Status", "Started", "Finished", "Took", "Seed", "Version", "Note"}, func(add func(...string)) {
 		for _, d := range docs {
 			started, finished, took := runDates(d)
@@ -306,7 +307,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 		// A fence longer than any backtick run in the YAML cannot be closed by it.
 		fence := strings.Repeat("`", max(3, longestRun(d.Run.Suite, '`')+1))
 		fmt.Fprintf(bw, "<details><summary>Suite of run %s</summary>\n\n%syaml\n%s\n%s\n\n</details>\n\n",
-			mdEscape(d.Run.ID), fence, strings.TrimRight(d.Run.Suite, "\n"), fence)
+			mdtext.Escape(d.Run.ID), fence, strings.TrimRight(d.Run.Suite, "\n"), fence)
 	}
 	fmt.Fprint(bw, "Figures are means over the measured samples (warm-up excluded); the 95 % CI is the t-interval of the mean, marked c where it is clipped to the metric's range; bimodal marks a cell whose samples form two separate groups; ×host is the mean as a fraction of the host-network path of the same target; ↑ higher is better, ↓ lower is better.\n\n")
 
@@ -332,13 +333,13 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 	}
 
 	for _, s := range m.sections {
-		fmt.Fprintf(bw, "## %s\n\n", mdEscape(s.workload))
+		fmt.Fprintf(bw, "## %s\n\n", mdtext.Escape(s.workload))
 		higher, lower := directions(s.headlineMetrics())
 		if len(higher) > 0 {
-			fmt.Fprintf(bw, "Higher is better (↑): %s.  \n", mdEscape(strings.Join(higher, ", ")))
+			fmt.Fprintf(bw, "Higher is better (↑): %s.  \n", mdtext.Escape(strings.Join(higher, ", ")))
 		}
 		if len(lower) > 0 {
-			fmt.Fprintf(bw, "Lower is better (↓): %s.\n", mdEscape(strings.Join(lower, ", ")))
+			fmt.Fprintf(bw, "Lower is better (↓): %s.\n", mdtext.Escape(strings.Join(lower, ", ")))
 		}
 		fmt.Fprintln(bw)
 		m.mdRows(bw, s, true)
@@ -376,7 +377,7 @@ func mdTable(w io.Writer, head []string, fill func(add func(...string))) {
 	line := func(cells []string) {
 		esc := make([]string, len(cells))
 		for i, c := range cells {
-			esc[i] = mdEscape(c)
+			esc[i] = mdtext.Escape(c)
 		}
 		fmt.Fprintf(w, "| %s |\n", strings.Join(esc, " | "))
 	}
@@ -393,14 +394,6 @@ func mdTable(w io.Writer, head []string, fill func(add func(...string))) {
 		line(cells[:len(head)])
 	})
 	fmt.Fprintln(w)
-}
-
-// mdEscape keeps a cell's text literal: a pipe would end the cell, < would start raw HTML
-// (a target called <script> must print as such), a newline would end the row.
-func mdEscape(s string) string {
-	return strings.NewReplacer(
-		`\`, `\\`, "|", `\|`, "<", "&lt;", ">", "&gt;", "&", "&amp;", "\r\n", " ", "\n", " ", "\r", " ",
-	).Replace(s)
 }
 
 // longestRun is the length of the longest run of c in s.
