@@ -162,6 +162,7 @@ func writeJSON(cmd *cobra.Command, v any) error {
 
 func newAgentServeCommand() *cobra.Command {
 	o := external.ServeOptions{}
+	var tokenFile string
 	cmd := &cobra.Command{
 		Use:   agentcmd.Serve,
 		Short: "Be the external side of the egress paths: run the servers a run asks for and tell clients their source address",
@@ -169,25 +170,42 @@ func newAgentServeCommand() *cobra.Command {
 A run reaches it from its client pod: it asks it to start the servers of its workloads (the same
 commands server pods run: iperf3, sockperf and cnibench's echo server, which must be installed),
 then before each egress sample asks it which source address the pod's connection arrived from.
-It has no authentication: listen only on a network of the lab.`,
+
+Every request must carry the token in --token-file (a new random one is written there, mode
+0600, when the file does not exist): give the run that file (--external-token-file, or the
+target's external.tokenFile). Servers stop when the run says so, when the agent ends, and after
+--idle-timeout without a request, so that a run that died leaves nothing running. The API is
+plain HTTP: listen on a network you trust.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			o.Log, o.Self = cmd.ErrOrStderr(), external.SelfBinary()
+			token, created, err := external.TokenFile(tokenFile)
+			if err != nil {
+				return fmt.Errorf("--token-file: %w", err)
+			}
+			if created {
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote a new token to %s: give the run that file (--external-token-file)\n", tokenFile)
+			}
+			o.Log, o.Self, o.Token = cmd.ErrOrStderr(), external.SelfBinary(), token
 			return external.Serve(cmd.Context(), o)
 		},
 	}
-	cmd.Flags().StringVar(&o.Listen, "listen", fmt.Sprintf(":%d", external.DefaultServePort), "host:port of the control API")
+	f := cmd.Flags()
+	f.StringVar(&o.Listen, "listen", fmt.Sprintf(":%d", external.DefaultServePort), "host:port of the control API")
+	f.StringVar(&tokenFile, "token-file", "", "file holding the token every request must carry; made, with a new random token, when missing (required)")
+	f.DurationVar(&o.IdleTimeout, "idle-timeout", external.DefaultIdleTimeout, "stop every server after this long without a request")
+	f.IntVar(&o.MaxServers, "max-servers", external.DefaultMaxServers, "servers alive at once, at most")
+	_ = cmd.MarkFlagRequired("token-file")
 	return cmd
 }
 
 func newAgentWhoAmICommand() *cobra.Command {
-	var server string
+	var a external.Agent
 	cmd := &cobra.Command{
 		Use:   agentcmd.WhoAmI,
 		Short: "Print the source address an external agent saw this connection come from",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			ip, err := external.WhoAmI(cmd.Context(), server)
+			ip, err := a.WhoAmI(cmd.Context())
 			if err != nil {
 				return err
 			}
@@ -195,39 +213,45 @@ func newAgentWhoAmICommand() *cobra.Command {
 			return err
 		},
 	}
-	cmd.Flags().StringVar(&server, "server", "", "host:port of the external agent (required)")
-	_ = cmd.MarkFlagRequired("server")
+	externalAgentFlags(cmd, &a)
 	return cmd
 }
 
+// externalAgentFlags binds the address and token of the external agent a command talks to.
+func externalAgentFlags(cmd *cobra.Command, a *external.Agent) {
+	cmd.Flags().StringVar(&a.Control, "server", "", "host:port of the external agent (required)")
+	cmd.Flags().StringVar(&a.Token, "token", "", "the token the agent was started with (required)")
+	_ = cmd.MarkFlagRequired("server")
+	_ = cmd.MarkFlagRequired("token")
+}
+
 func newAgentExternalServersCommand() *cobra.Command {
-	var server string
+	var a external.Agent
 	var specs []string
 	var stop bool
 	cmd := &cobra.Command{
-		Use:   agentcmd.ExternalServers + " --server HOST:PORT (--start WORKLOAD=PORT... | --stop)",
+		Use:   agentcmd.ExternalServers + " --server HOST:PORT --token TOKEN (--start WORKLOAD=PORT... | --stop)",
 		Short: "Ask an external agent to run the servers of workloads (port 0: it picks one), printing them with their ports as JSON, or to stop them all",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if stop {
-				return external.StopServers(cmd.Context(), server)
+				return a.StopServers(cmd.Context())
 			}
 			servers, err := external.ParseServers(specs)
 			if err != nil {
 				return err
 			}
-			got, err := external.StartServers(cmd.Context(), server, servers)
+			got, err := a.StartServers(cmd.Context(), servers)
 			if err != nil {
 				return err
 			}
 			return writeJSON(cmd, got)
 		},
 	}
+	externalAgentFlags(cmd, &a)
 	f := cmd.Flags()
-	f.StringVar(&server, "server", "", "host:port of the external agent (required)")
 	f.StringArrayVar(&specs, "start", nil, "a workload ID and the port its server listens on, WORKLOAD=PORT (repeatable)")
 	f.BoolVar(&stop, "stop", false, "stop every server the agent runs")
-	_ = cmd.MarkFlagRequired("server")
 	cmd.MarkFlagsMutuallyExclusive("start", "stop")
 	cmd.MarkFlagsOneRequired("start", "stop")
 	return cmd

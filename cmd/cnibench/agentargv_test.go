@@ -23,11 +23,11 @@ func TestAgentArgvParses(t *testing.T) {
 		agentcmd.RunCmd{Barrier: true, KeepAwake: 4, RTTLog: "/tmp/rtt.csv", Command: []string{"sockperf", "ping-pong", "-t", "1"}},
 		agentcmd.RunCmd{Barrier: true, Command: agentcmd.ProbeCmd{Target: "10.1.2.3:80", Until: agent.ProbeOpen}.Argv()},
 		agentcmd.HTTPGetCmd{URL: "http://10.1.2.3:8080/", Host: "split.example"},
-		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Start: []string{"tcp-stream/1=0", "tcp-rr/64B=0"}},
-		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Stop: true},
-		agentcmd.WhoAmICmd{Server: "10.9.0.2:7900"},
+		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Start: []string{"tcp-stream/1=0", "tcp-rr/64B=0"}},
+		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Stop: true},
+		agentcmd.WhoAmICmd{Server: "10.9.0.2:7900", Token: "t0k"},
 		agentcmd.NameServerCmd{Port: 8080},
-		agentcmd.ServeCmd{Self: "/usr/local/bin/cnibench", Listen: "0.0.0.0:7900"},
+		agentcmd.ServeCmd{Self: "/usr/local/bin/cnibench", Listen: "0.0.0.0:7900", TokenFile: "/var/lib/cnibench/clusters/a/external-token"},
 	}
 	for _, argv := range cmdsArgv(cmds) {
 		parseAgentArgv(t, argv)

@@ -86,6 +86,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&o.Overrides.Kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local cluster")
 	f.StringVar(&o.Overrides.Context, "context", "", "kubeconfig context to use")
 	f.StringVar(&o.Overrides.External, "external", "", "HOST:PORT of a `cnibench agent serve` outside the remote cluster, for the egress paths")
+	f.StringVar(&o.Overrides.ExternalTokenFile, "external-token-file", "", "the file holding the token of the --external agent (its serve --token-file)")
 	f.StringVar(&o.Overrides.ExternalGateway, "external-gateway-address", "", "an address of the --external host that the cluster routes through its egress gateway (egress-gateway path)")
 	f.StringVarP(&o.Runner.Namespace, "namespace", "n", "", "namespace to run in (default: a fresh cnibench-<run>, removed at the end)")
 	f.StringVar(&o.Runner.Image, "image", "", "tools image (default: the local cluster's own; required for remote clusters)")

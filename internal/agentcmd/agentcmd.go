@@ -176,30 +176,34 @@ type HTTPGetCmd struct{ URL, Host string }
 // Argv implements Command.
 func (c HTTPGetCmd) Argv() []string { return argv(HTTPGet, "--url", c.URL, "--host", c.Host) }
 
-// ServeCmd runs the external host's agent, listening on Listen (host:port). Self is the
-// path of the cnibench binary on the host (not in an image, so not on PATH).
-type ServeCmd struct{ Self, Listen string }
+// ServeCmd runs the external host's agent, listening on Listen (host:port), with the token
+// in TokenFile (made there when missing). Self is the path of the cnibench binary on the host
+// (not in an image, so not on PATH).
+type ServeCmd struct{ Self, Listen, TokenFile string }
 
 // Argv implements Command.
-func (c ServeCmd) Argv() []string { return []string{c.Self, Group, Serve, "--listen", c.Listen} }
+func (c ServeCmd) Argv() []string {
+	return []string{c.Self, Group, Serve, "--listen", c.Listen, "--token-file", c.TokenFile}
+}
 
-// WhoAmICmd asks the external agent at Server (host:port) which source address it sees.
-type WhoAmICmd struct{ Server string }
+// WhoAmICmd asks the external agent at Server (host:port) which source address it sees,
+// presenting Token.
+type WhoAmICmd struct{ Server, Token string }
 
 // Argv implements Command.
-func (c WhoAmICmd) Argv() []string { return argv(WhoAmI, "--server", c.Server) }
+func (c WhoAmICmd) Argv() []string { return argv(WhoAmI, "--server", c.Server, "--token", c.Token) }
 
-// ExternalServersCmd asks the external agent at Server to start servers (Start: WORKLOAD=PORT,
-// port 0 for one it picks) or to Stop every one.
+// ExternalServersCmd asks the external agent at Server, presenting Token, to start servers
+// (Start: WORKLOAD=PORT, port 0 for one it picks) or to Stop every one.
 type ExternalServersCmd struct {
-	Server string
-	Start  []string
-	Stop   bool
+	Server, Token string
+	Start         []string
+	Stop          bool
 }
 
 // Argv implements Command.
 func (c ExternalServersCmd) Argv() []string {
-	a := argv(ExternalServers, "--server", c.Server)
+	a := argv(ExternalServers, "--server", c.Server, "--token", c.Token)
 	for _, s := range c.Start {
 		a = append(a, "--start", s)
 	}

@@ -117,8 +117,14 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	if err != nil {
 		return fmt.Errorf("locate the cnibench binary for the external host's agent: %w", err)
 	}
+	// Made here rather than by the agent, so that it exists, readable by runs, before the
+	// agent answers.
+	tokenFile := c.layout.ExternalTokenFile(s.Name)
+	if _, _, err := external.TokenFile(tokenFile); err != nil {
+		return fmt.Errorf("the external host's agent: %w", err)
+	}
 	r, err := c.start(ctx, daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
-		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort))}.Argv()})
+		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort)), TokenFile: tokenFile}.Argv()})
 	if err != nil {
 		return err
 	}

@@ -126,6 +126,11 @@ func (l Layout) SpecFile(name string) string { return filepath.Join(l.Dir(name),
 // Kubeconfig is the admin kubeconfig of the cluster.
 func (l Layout) Kubeconfig(name string) string { return filepath.Join(l.Dir(name), "kubeconfig") }
 
+// ExternalTokenFile is the token of the cluster's external agent: runs present it.
+func (l Layout) ExternalTokenFile(name string) string {
+	return filepath.Join(l.Dir(name), "external-token")
+}
+
 // LogDir holds the daemons' logs.
 func (l Layout) LogDir(name string) string { return filepath.Join(l.Dir(name), "logs") }
 

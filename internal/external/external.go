@@ -7,8 +7,9 @@
 package external
 
 import (
-	"bytes"
+	"cmp"
 	"context"
+	"crypto/subtle"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -42,7 +43,22 @@ type ServeOptions struct {
 	Self string
 	// Log receives one line per started or stopped server; nil discards them.
 	Log io.Writer
+	// Token is the secret every request must carry (Authorization: Bearer TOKEN); required.
+	// The agent starts processes on request: without it, anyone reaching its port could.
+	Token string
+	// IdleTimeout stops every server once no request with the token has come for this long,
+	// so that a run that died leaves nothing running; 0 means DefaultIdleTimeout.
+	IdleTimeout time.Duration
+	// MaxServers bounds the servers alive at once; 0 means DefaultMaxServers.
+	MaxServers int
 }
+
+// Defaults of ServeOptions. A run asks the agent for the source address before every egress
+// sample, so half an hour without a request means the run is gone.
+const (
+	DefaultIdleTimeout = 30 * time.Minute
+	DefaultMaxServers  = 1024
+)
 
 // DefaultServePort is the external agent's default control port (the local cluster's uses it).
 const DefaultServePort = 25199
@@ -64,17 +80,40 @@ func ParseServers(specs []string) ([]Server, error) {
 // maxServers bounds one request: a run has a few workloads per pair.
 const maxServers = 512
 
-// Serve runs the external agent until ctx ends, then stops every server it started.
+// Serve runs the external agent until ctx ends, then stops every server it started. Every
+// request must carry the token; servers stop when no such request came for the idle timeout.
 func Serve(ctx context.Context, o ServeOptions) error {
 	if o.Log == nil {
 		o.Log = io.Discard
 	}
+	if o.Token == "" {
+		return errors.New("token: expected the secret clients must present")
+	}
+	o.IdleTimeout = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
+	o.MaxServers = cmp.Or(o.MaxServers, DefaultMaxServers)
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
-	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort}
+	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort, max: o.MaxServers, seen: time.Now()}
 	defer m.stopAll()
+	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: 10 * time.Second}
+	fmt.Fprintf(o.Log, "external agent listening on %s (servers stop after %s without a request)\n", ln.Addr(), o.IdleTimeout)
+	go m.expire(ctx, o.IdleTimeout)
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
+
+// routes is the control API, every route behind the token.
+func (m *serverSet) routes(token string) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /whoami", func(w http.ResponseWriter, r *http.Request) {
 		host, _, _ := net.SplitHostPort(r.RemoteAddr)
@@ -97,18 +136,42 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		m.stopAll()
 		fmt.Fprintln(w, "stopped")
 	})
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(o.Log, "external agent listening on %s\n", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
-		return err
+	want := []byte("Bearer " + token)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
+			http.Error(w, "missing or wrong token: pass the one the agent was started with (cnibench agent serve --token-file)", http.StatusUnauthorized)
+			return
+		}
+		m.touch()
+		mux.ServeHTTP(w, r)
+	})
+}
+
+// touch records a request with the token: the run is alive.
+func (m *serverSet) touch() {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.seen = time.Now()
+}
+
+// expire stops every server once no request came for idle, until ctx ends.
+func (m *serverSet) expire(ctx context.Context, idle time.Duration) {
+	tick := time.NewTicker(min(max(idle/10, 10*time.Millisecond), 10*time.Second))
+	defer tick.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+		m.mu.Lock()
+		n, quiet := len(m.byPort), time.Since(m.seen)
+		m.mu.Unlock()
+		if n > 0 && quiet > idle {
+			fmt.Fprintf(m.log, "no request for %s: stopping %d servers\n", quiet.Round(time.Second), n)
+			m.stopAll()
+		}
 	}
-	return nil
 }
 
 // serverSet is the servers the agent runs, by port.
@@ -117,7 +180,9 @@ type serverSet struct {
 	log    io.Writer
 	mu     sync.Mutex
 	byPort map[int]*child
-	next   int // where freePort looks first
+	next   int       // where freePort looks first
+	max    int       // servers alive at once
+	seen   time.Time // the last request with the token
 }
 
 // child is one running server.
@@ -160,6 +225,9 @@ func (m *serverSet) ensure(ctx context.Context, req []Server) ([]Server, error) 
 	}
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if n := m.added(req); len(m.byPort)+n > m.max {
+		return nil, fmt.Errorf("servers: %d running and %d more asked for, at most %d at once (agent serve --max-servers): stop them first (agent external-servers --stop)", len(m.byPort), n, m.max)
+	}
 	out := make([]Server, 0, len(req))
 	for _, s := range req {
 		if s.Port == 0 {
@@ -193,6 +261,18 @@ func (m *serverSet) ensure(ctx context.Context, req []Server) ([]Server, error) 
 		fmt.Fprintf(m.log, "started %s\n", key)
 	}
 	return out, nil
+}
+
+// added counts the servers a request would add: those on a port the agent picks or on one
+// where none runs.
+func (m *serverSet) added(req []Server) int {
+	n := 0
+	for _, s := range req {
+		if _, ok := m.byPort[s.Port]; s.Port == 0 || !ok {
+			n++
+		}
+	}
+	return n
 }
 
 // The ports the agent picks for servers that ask for none.
@@ -348,96 +428,6 @@ func (m *serverSet) stopAll() {
 		c.stop()
 		delete(m.byPort, port)
 	}
-}
-
-// externalClient is the HTTP client of the commands that talk to an external agent: short
-// timeouts, and never a proxy (the agent is on the lab's own network).
-func externalClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
-}
-
-// WhoAmI asks the external agent at control (host:port) which address the connection came
-// from: the source after every SNAT on the way.
-func WhoAmI(ctx context.Context, control string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+control+"/whoami", nil)
-	if err != nil {
-		return "", err
-	}
-	body, err := do(req)
-	if err != nil {
-		return "", fmt.Errorf("ask %s for the source address: %w", control, err)
-	}
-	ip := strings.TrimSpace(body)
-	if net.ParseIP(ip) == nil {
-		return "", fmt.Errorf("ask %s for the source address: expected an IP, got %q", control, ip)
-	}
-	return ip, nil
-}
-
-// StartServers asks the external agent at control to run the servers and returns them with
-// their ports: a server asking for port 0 gets one the agent picked.
-func StartServers(ctx context.Context, control string, servers []Server) ([]Server, error) {
-	body, _ := json.Marshal(servers)
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+control+"/servers", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := do(req)
-	if err != nil {
-		return nil, fmt.Errorf("start servers on the external host %s: %w", control, err)
-	}
-	var got []Server
-	if err := json.Unmarshal([]byte(resp), &got); err != nil || len(got) != len(servers) {
-		return nil, fmt.Errorf("start servers on the external host %s: expected %d servers with their ports, got %q", control, len(servers), resp)
-	}
-	return got, nil
-}
-
-// StopServers asks the external agent at control to stop every server.
-func StopServers(ctx context.Context, control string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodDelete, "http://"+control+"/servers", nil)
-	if err != nil {
-		return err
-	}
-	if _, err := do(req); err != nil {
-		return fmt.Errorf("stop servers on the external host %s: %w", control, err)
-	}
-	return nil
-}
-
-// Get fetches url once, with host as the Host header when set, and returns the body of a 200
-// answer: how a run checks from its client pod that a route answers before measuring it.
-func Get(ctx context.Context, url, host string) (string, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return "", fmt.Errorf("--url %q: %w", url, err)
-	}
-	if host != "" {
-		req.Host = host
-	}
-	body, err := do(req)
-	if err != nil {
-		return "", fmt.Errorf("GET %s (Host %s): %w", url, host, err)
-	}
-	return strings.TrimSpace(body), nil
-}
-
-// do sends req and returns the body of a 200 answer, or an error carrying the server's message.
-func do(req *http.Request) (string, error) {
-	resp, err := externalClient().Do(req)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	if err != nil {
-		return "", err
-	}
-	if resp.StatusCode != http.StatusOK {
-		return "", fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	return string(b), nil
 }
 
 // SelfBinary is the running cnibench binary, for the agent's own servers.

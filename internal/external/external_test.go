@@ -6,6 +6,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
@@ -23,13 +25,21 @@ func freeAddr(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// serve starts a real agent and returns its control address.
-func serve(t *testing.T) string {
+// testToken is the token of the agents the tests start.
+const testToken = "s3cret"
+
+// serve starts a real agent with the test token and returns a client of it.
+func serve(t *testing.T) Agent {
+	return serveWith(t, ServeOptions{})
+}
+
+// serveWith starts a real agent with o (its listen address and token filled in).
+func serveWith(t *testing.T, o ServeOptions) Agent {
 	t.Helper()
-	addr := freeAddr(t)
+	o.Listen, o.Token = freeAddr(t), testToken
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Serve(ctx, ServeOptions{Listen: addr}) }()
+	go func() { done <- Serve(ctx, o) }()
 	t.Cleanup(func() {
 		cancel()
 		if err := <-done; err != nil {
@@ -37,19 +47,19 @@ func serve(t *testing.T) string {
 		}
 	})
 	for i := 0; i < 100; i++ {
-		if c, err := net.Dial("tcp", addr); err == nil {
+		if c, err := net.Dial("tcp", o.Listen); err == nil {
 			c.Close()
-			return addr
+			return Agent{Control: o.Listen, Token: testToken}
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
-	t.Fatalf("agent never listened on %s", addr)
-	return ""
+	t.Fatalf("agent never listened on %s", o.Listen)
+	return Agent{}
 }
 
 func TestWhoAmISeesTheSource(t *testing.T) {
-	addr := serve(t)
-	ip, err := WhoAmI(context.Background(), addr)
+	a := serve(t)
+	ip, err := a.WhoAmI(context.Background())
 	if err != nil || ip != "127.0.0.1" {
 		t.Fatalf("WhoAmI = %q, %v; want 127.0.0.1", ip, err)
 	}
@@ -57,15 +67,15 @@ func TestWhoAmISeesTheSource(t *testing.T) {
 
 // TestServersStartOnceAndStop runs a real iperf3 server through the agent.
 func TestServersStartOnceAndStop(t *testing.T) {
-	addr := serve(t)
+	a := serve(t)
 	_, p, _ := net.SplitHostPort(freeAddr(t))
 	port, _ := strconv.Atoi(p)
 	ctx := context.Background()
 	req := []Server{{Workload: "tcp-stream/1", Port: port}}
-	if _, err := StartServers(ctx, addr, req); err != nil {
+	if _, err := a.StartServers(ctx, req); err != nil {
 		t.Fatalf("StartServers: %v", err)
 	}
-	if _, err := StartServers(ctx, addr, req); err != nil {
+	if _, err := a.StartServers(ctx, req); err != nil {
 		t.Fatalf("StartServers again (the same server is kept): %v", err)
 	}
 	if c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", p)); err != nil {
@@ -73,7 +83,7 @@ func TestServersStartOnceAndStop(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	if err := StopServers(ctx, addr); err != nil {
+	if err := a.StopServers(ctx); err != nil {
 		t.Fatalf("StopServers: %v", err)
 	}
 	if c, err := net.DialTimeout("tcp", net.JoinHostPort("127.0.0.1", p), time.Second); err == nil {
@@ -83,7 +93,7 @@ func TestServersStartOnceAndStop(t *testing.T) {
 }
 
 func TestBadServerRequestsNameTheField(t *testing.T) {
-	addr := serve(t)
+	a := serve(t)
 	for _, c := range []struct {
 		req  Server
 		want string
@@ -91,7 +101,7 @@ func TestBadServerRequestsNameTheField(t *testing.T) {
 		{Server{Workload: "tcp-stream/1", Port: 80}, "port: expected 1024-65535 (or 0: the agent picks one), got 80"},
 		{Server{Workload: "bogus/1", Port: 30000}, `workload "bogus/1"`},
 	} {
-		_, err := StartServers(context.Background(), addr, []Server{c.req})
+		_, err := a.StartServers(context.Background(), []Server{c.req})
 		if err == nil || !strings.Contains(err.Error(), c.want) {
 			t.Errorf("StartServers(%+v) = %v, want an error containing %q", c.req, err, c.want)
 		}
@@ -129,15 +139,15 @@ func TestPickedPortsAvoidTimeWait(t *testing.T) {
 	_, _ = c.Read(make([]byte, 1))
 	c.Close()
 	ln.Close()
-	addr := serve(t)
-	got, err := StartServers(context.Background(), addr, []Server{{Workload: "tcp-rr/64B", Port: 0}, {Workload: "tcp-rr/64B", Port: 0}})
+	a := serve(t)
+	got, err := a.StartServers(context.Background(), []Server{{Workload: "tcp-rr/64B", Port: 0}, {Workload: "tcp-rr/64B", Port: 0}})
 	if err != nil {
 		t.Fatalf("StartServers: %v", err)
 	}
 	if got[0].Port == firstFreePort || got[0].Port == got[1].Port || got[0].Port < firstFreePort || got[1].Port > lastFreePort {
 		t.Errorf("picked ports %+v: want two distinct ports of %d-%d past the one in TIME_WAIT", got, firstFreePort, lastFreePort)
 	}
-	if err := StopServers(context.Background(), addr); err != nil {
+	if err := a.StopServers(context.Background()); err != nil {
 		t.Error(err)
 	}
 }
@@ -156,5 +166,97 @@ func TestGetSendsTheHostAndWantsA200(t *testing.T) {
 	}
 	if _, err := Get(context.Background(), srv.URL, "other"); err == nil || !strings.Contains(err.Error(), "404 Not Found: no route for other") {
 		t.Errorf("Get with another host: %v", err)
+	}
+}
+
+// TestRequestsWithoutTheTokenStartNothing asks an agent without its token, and with a wrong
+// one, to start a server: both are refused and nothing listens on the port.
+func TestRequestsWithoutTheTokenStartNothing(t *testing.T) {
+	a := serve(t)
+	_, p, _ := net.SplitHostPort(freeAddr(t))
+	port, _ := strconv.Atoi(p)
+	for _, token := range []string{"", "wrong", testToken + "x"} {
+		stranger := Agent{Control: a.Control, Token: token}
+		_, err := stranger.StartServers(context.Background(), []Server{{Workload: "tcp-stream/1", Port: port}})
+		if err == nil || !strings.Contains(err.Error(), "401 Unauthorized: missing or wrong token") {
+			t.Errorf("token %q: StartServers = %v, want 401", token, err)
+		}
+		if _, err := stranger.WhoAmI(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("token %q: WhoAmI = %v, want 401", token, err)
+		}
+		if err := stranger.StopServers(context.Background()); err == nil || !strings.Contains(err.Error(), "401") {
+			t.Errorf("token %q: StopServers = %v, want 401", token, err)
+		}
+	}
+	if ok, err := listening(port); err != nil || ok {
+		t.Errorf("port %d listening after refused requests: %v %v", port, ok, err)
+	}
+	if err := Serve(context.Background(), ServeOptions{Listen: freeAddr(t)}); err == nil || !strings.Contains(err.Error(), "token") {
+		t.Errorf("an agent without a token must not start: %v", err)
+	}
+}
+
+// TestServersStopWhenTheRunIsGone starts a real server, then sends nothing: after the idle
+// timeout the agent stops it, as it would for a run that was killed.
+func TestServersStopWhenTheRunIsGone(t *testing.T) {
+	a := serveWith(t, ServeOptions{IdleTimeout: 300 * time.Millisecond})
+	got, err := a.StartServers(context.Background(), []Server{{Workload: "tcp-rr/64B", Port: 0}})
+	if err != nil {
+		t.Fatalf("StartServers: %v", err)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ok, err := listening(got[0].Port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if !ok {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("server on port %d still listening 10 s after a 300 ms idle timeout", got[0].Port)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestServersAliveAreBounded refuses a request that would run more servers than the bound,
+// starting none of them.
+func TestServersAliveAreBounded(t *testing.T) {
+	a := serveWith(t, ServeOptions{MaxServers: 2})
+	ctx := context.Background()
+	if _, err := a.StartServers(ctx, []Server{{Workload: "tcp-rr/64B", Port: 0}}); err != nil {
+		t.Fatalf("first server: %v", err)
+	}
+	_, err := a.StartServers(ctx, []Server{{Workload: "tcp-rr/64B", Port: 0}, {Workload: "tcp-rr/64B", Port: 0}})
+	if err == nil || !strings.Contains(err.Error(), "1 running and 2 more asked for, at most 2 at once") {
+		t.Errorf("over the bound: %v", err)
+	}
+	if err := a.StopServers(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := a.StartServers(ctx, []Server{{Workload: "tcp-rr/64B", Port: 0}, {Workload: "tcp-rr/64B", Port: 0}}); err != nil {
+		t.Errorf("two servers after a stop: %v", err)
+	}
+	_ = a.StopServers(ctx)
+}
+
+func TestTokenFileIsMadeOnceAndKept(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "token")
+	tok, created, err := TokenFile(path)
+	if err != nil || !created || len(tok) != 2*tokenBytes {
+		t.Fatalf("TokenFile (new) = %q, %v, %v", tok, created, err)
+	}
+	if fi, err := os.Stat(path); err != nil || fi.Mode().Perm() != 0o600 {
+		t.Errorf("token file mode: %v %v", fi, err)
+	}
+	again, created, err := TokenFile(path)
+	if err != nil || created || again != tok {
+		t.Errorf("TokenFile (existing) = %q, %v, %v; want %q", again, created, err, tok)
+	}
+	empty := filepath.Join(t.TempDir(), "empty")
+	_ = os.WriteFile(empty, []byte("\n"), 0o600)
+	if _, _, err := TokenFile(empty); err == nil || !strings.Contains(err.Error(), "empty") {
+		t.Errorf("empty token file: %v", err)
 	}
 }

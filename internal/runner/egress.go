@@ -22,6 +22,8 @@ import (
 // runs their servers and reports the source address each client's traffic arrives with.
 type externalHost struct {
 	control    string // host:port of its agent
+	tokenFile  string // the agent's token, read at prepare
+	token      string
 	direct     string // address the egress path targets
 	viaGateway string // address the egress-gateway path targets; empty: no gateway
 	// gatewaySource is the address the host sees through the gateway, found at prepare.
@@ -53,6 +55,12 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 		return fmt.Errorf("paths %s: the target has no external host: a local cluster created by an older cnibench has none (delete it), a remote one needs --external HOST:PORT or the target's external.address (a machine running `cnibench agent serve`)",
 			strings.Join(paths, ", "))
 	}
+	token, err := external.ReadToken(ext.tokenFile)
+	if err != nil {
+		return fmt.Errorf("paths %s: the external host's agent: %w (a local cluster created by an older cnibench has none: delete it; a remote target needs --external-token-file or external.tokenFile)",
+			strings.Join(paths, ", "), err)
+	}
+	ext.token = token
 	if slices.Contains(paths, suite.EgressGateway) {
 		if ext.viaGateway == "" {
 			return errors.New("path egress-gateway: the target has no gateway address: a local cluster needs at least 2 nodes, a remote one --external-gateway-address (external.gatewayAddress)")
@@ -76,7 +84,7 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 // ports it picks: pairs share the host, so each listens on its own, and a host that outlives
 // runs picks ports the last run's connections do not hold.
 func (r *run) startExternalServers(ctx context.Context, tg *target) error {
-	cmd := agentcmd.ExternalServersCmd{Server: tg.ext.control}
+	cmd := agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token}
 	f := tg.fixture
 	var order []int // the server index of each --start
 	started := map[int]bool{}
@@ -118,7 +126,7 @@ func (r *run) stopExternalServers(ctx context.Context, tg *target) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := tg.client.Exec(ctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
-		agentcmd.ExternalServersCmd{Server: tg.ext.control, Stop: true}.Argv())
+		agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token, Stop: true}.Argv())
 	return err
 }
 
@@ -173,7 +181,7 @@ func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []p
 		}
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		out, err := tg.client.Exec(tctx, tg.namespace, e.clientPod, kube.ClientContainer,
-			agentcmd.WhoAmICmd{Server: control}.Argv())
+			agentcmd.WhoAmICmd{Server: control, Token: tg.ext.token}.Argv())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("path %s: prove the source address: %w", path, err)

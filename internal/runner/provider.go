@@ -145,7 +145,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	got.gateway = gatewayOffer{available: spec.GatewayAPI,
 		why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
 	if e, ok := spec.External(); ok {
-		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode}
+		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode,
+			tokenFile: r.opts.Layout.ExternalTokenFile(spec.Name)}
 	}
 	return got, err
 }
@@ -190,7 +191,7 @@ func (p remoteProvider) ensure(context.Context) (provided, error) {
 		why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
-		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress}
+		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress, tokenFile: e.TokenFile}
 	}
 	return got, nil
 }

@@ -12,6 +12,7 @@ type Overrides struct {
 	Kubeconfig, Context string        // a remote target replacing the suite's targets
 	External            string        // the remote target's external host (agent host:port)
 	ExternalGateway     string        // the address of it the remote cluster routes via its egress gateway
+	ExternalTokenFile   string        // the file holding the external agent's token
 	Datapath, ProxyMode string        // local target settings
 	Kubernetes          string        // local target's Kubernetes release
 	Datapaths           []string      // one local cluster per datapath, measured side by side
@@ -49,7 +50,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.External != "" {
 		for i := range s.Targets {
 			if s.Targets[i].Local == nil {
-				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway}
+				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile}
 			}
 		}
 	}

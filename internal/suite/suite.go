@@ -176,6 +176,8 @@ type External struct {
 	// and a node labelled cnibench.dev/egress-gateway (value: the address the host sees, or
 	// "true" for the node's InternalIP).
 	GatewayAddress string `json:"gatewayAddress,omitempty"`
+	// TokenFile holds the token the agent was started with (its --token-file).
+	TokenFile string `json:"tokenFile,omitempty"`
 }
 
 // Local describes an embedded local cluster target.

@@ -244,6 +244,23 @@ repetitions: 2
 		t.Errorf("external without a port: %v", err)
 	}
 	_, err = Parse([]byte(`
+targets: [{name: r, kubeconfig: /k, external: {address: "lab-host:25199"}}]
+paths: [egress]
+workloads: [{kind: tcp-rr, size: 1}]
+repetitions: 2
+`))
+	if err == nil || !strings.Contains(err.Error(), "targets[0].external.tokenFile: expected the file holding the token") {
+		t.Errorf("external without its token: %v", err)
+	}
+	if _, err = Parse([]byte(`
+targets: [{name: r, kubeconfig: /k, external: {address: "lab-host:25199", tokenFile: /etc/cnibench/token}}]
+paths: [egress]
+workloads: [{kind: tcp-rr, size: 1}]
+repetitions: 2
+`)); err != nil {
+		t.Errorf("external with its token: %v", err)
+	}
+	_, err = Parse([]byte(`
 targets: [{name: l, local: {datapath: bridge}, external: {address: "h:25199"}}]
 repetitions: 2
 `))

@@ -222,6 +222,9 @@ func validateExternal(i int, t Target) []error {
 	if host, port, err := net.SplitHostPort(e.Address); err != nil || host == "" || port == "" {
 		errs = append(errs, fmt.Errorf("targets[%d].external.address: expected HOST:PORT of a `cnibench agent serve`, got %q", i, e.Address))
 	}
+	if e.TokenFile == "" {
+		errs = append(errs, fmt.Errorf("targets[%d].external.tokenFile: expected the file holding the token of the `cnibench agent serve` at %s (its --token-file; with --external, --external-token-file)", i, e.Address))
+	}
 	if e.GatewayAddress != "" && strings.Contains(e.GatewayAddress, ":") && net.ParseIP(e.GatewayAddress) == nil {
 		errs = append(errs, fmt.Errorf("targets[%d].external.gatewayAddress: expected a host name or IP without a port, got %q", i, e.GatewayAddress))
 	}

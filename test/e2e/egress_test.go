@@ -4,13 +4,16 @@ package e2e
 
 import (
 	"context"
+	"net"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
@@ -106,6 +109,7 @@ func TestTrafficEngineering(t *testing.T) {
 		}
 	}
 	checkSplit(t, doc.Rows)
+	t.Run("the external agent answers only its token", func(t *testing.T) { checkExternalToken(ctx, t, spec) })
 	// The run's cluster-wide objects (the class, Traefik's role and binding) went with it.
 	for what, n := range map[string]func() (int, error){
 		"cluster roles": func() (int, error) {
@@ -199,6 +203,27 @@ func checkSplit(t *testing.T, rows []jsonRow) {
 			if r := got[w+" "+m]; r.Mean <= 0 {
 				t.Errorf("%s %s %+v, want a positive figure", w, m, r)
 			}
+		}
+	}
+}
+
+// checkExternalToken asks the lab's external agent, from its own namespace, for the source
+// address: with the cluster's token it answers, without it or with another it refuses.
+func checkExternalToken(ctx context.Context, t *testing.T, spec cluster.Spec) {
+	token, err := external.ReadToken(cluster.DefaultLayout().ExternalTokenFile(spec.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := net.JoinHostPort("127.0.0.1", strconv.Itoa(external.DefaultServePort))
+	whoami := func(token string) (string, error) {
+		return runCmd(ctx, "ip", "netns", "exec", spec.ExtNetns(), cnibenchBin, "agent", "whoami", "--server", server, "--token", token)
+	}
+	if out, err := whoami(token); err != nil || strings.TrimSpace(out) != "127.0.0.1" {
+		t.Errorf("whoami with the cluster's token: %q, %v", out, err)
+	}
+	for _, wrong := range []string{"", "not-the-token"} {
+		if out, err := whoami(wrong); err == nil || !strings.Contains(out, "401 Unauthorized") {
+			t.Errorf("whoami with token %q: %q, %v; want a 401", wrong, out, err)
 		}
 	}
 }

@@ -1,0 +1,167 @@
+package external
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+)
+
+// Agent is how a client reaches an external agent: its control address (host:port) and the
+// token it was started with.
+type Agent struct {
+	Control string
+	Token   string
+}
+
+// externalClient is the HTTP client of the commands that talk to an external agent: short
+// timeouts, and never a proxy (the agent is on the lab's own network).
+func externalClient() *http.Client {
+	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
+}
+
+// request builds an authenticated request to the agent.
+func (a Agent) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.Control+path, body)
+	if err != nil {
+		return nil, fmt.Errorf("--server %q: %w", a.Control, err)
+	}
+	req.Header.Set("Authorization", "Bearer "+a.Token)
+	return req, nil
+}
+
+// WhoAmI asks the agent which address the connection came from: the source after every SNAT
+// on the way.
+func (a Agent) WhoAmI(ctx context.Context) (string, error) {
+	req, err := a.request(ctx, http.MethodGet, "/whoami", nil)
+	if err != nil {
+		return "", err
+	}
+	body, err := do(req)
+	if err != nil {
+		return "", fmt.Errorf("ask %s for the source address: %w", a.Control, err)
+	}
+	ip := strings.TrimSpace(body)
+	if net.ParseIP(ip) == nil {
+		return "", fmt.Errorf("ask %s for the source address: expected an IP, got %q", a.Control, ip)
+	}
+	return ip, nil
+}
+
+// StartServers asks the agent to run the servers and returns them with their ports: a server
+// asking for port 0 gets one the agent picked.
+func (a Agent) StartServers(ctx context.Context, servers []Server) ([]Server, error) {
+	body, _ := json.Marshal(servers)
+	req, err := a.request(ctx, http.MethodPost, "/servers", bytes.NewReader(body))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := do(req)
+	if err != nil {
+		return nil, fmt.Errorf("start servers on the external host %s: %w", a.Control, err)
+	}
+	var got []Server
+	if err := json.Unmarshal([]byte(resp), &got); err != nil || len(got) != len(servers) {
+		return nil, fmt.Errorf("start servers on the external host %s: expected %d servers with their ports, got %q", a.Control, len(servers), resp)
+	}
+	return got, nil
+}
+
+// StopServers asks the agent to stop every server.
+func (a Agent) StopServers(ctx context.Context) error {
+	req, err := a.request(ctx, http.MethodDelete, "/servers", nil)
+	if err != nil {
+		return err
+	}
+	if _, err := do(req); err != nil {
+		return fmt.Errorf("stop servers on the external host %s: %w", a.Control, err)
+	}
+	return nil
+}
+
+// Get fetches url once, with host as the Host header when set, and returns the body of a 200
+// answer: how a run checks from its client pod that a route answers before measuring it.
+func Get(ctx context.Context, url, host string) (string, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return "", fmt.Errorf("--url %q: %w", url, err)
+	}
+	if host != "" {
+		req.Host = host
+	}
+	body, err := do(req)
+	if err != nil {
+		return "", fmt.Errorf("GET %s (Host %s): %w", url, host, err)
+	}
+	return strings.TrimSpace(body), nil
+}
+
+// do sends req and returns the body of a 200 answer, or an error carrying the server's message.
+func do(req *http.Request) (string, error) {
+	resp, err := externalClient().Do(req)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	if err != nil {
+		return "", err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return string(b), nil
+}
+
+// tokenBytes is the token's entropy: 256 bits, as hex.
+const tokenBytes = 32
+
+// ReadToken reads the agent's token from path.
+func ReadToken(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("token file: %w", err)
+	}
+	token := strings.TrimSpace(string(b))
+	if token == "" {
+		return "", fmt.Errorf("token file %s: empty: expected the token the agent was started with", path)
+	}
+	return token, nil
+}
+
+// TokenFile reads the agent's token from path, creating a new random one there (mode 0600)
+// when the file does not exist, and says whether it did.
+func TokenFile(path string) (token string, created bool, err error) {
+	if _, err := os.Stat(path); !errors.Is(err, fs.ErrNotExist) {
+		token, err := ReadToken(path)
+		return token, false, err
+	}
+	raw := make([]byte, tokenBytes)
+	if _, err := rand.Read(raw); err != nil {
+		return "", false, fmt.Errorf("make a token: %w", err)
+	}
+	token = hex.EncodeToString(raw)
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", false, fmt.Errorf("token file: %w", err)
+	}
+	if _, err := fmt.Fprintln(f, token); err != nil {
+		_ = f.Close() // the write error is the one that matters
+		return "", false, fmt.Errorf("token file %s: %w", path, err)
+	}
+	if err := f.Close(); err != nil {
+		return "", false, fmt.Errorf("token file %s: %w", path, err)
+	}
+	return token, true, nil
+}
