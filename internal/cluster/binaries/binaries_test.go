@@ -16,8 +16,8 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 )
 
-// fakeComponent has a build kind no recipe handles, so any attempt to build
-// it fails immediately instead of running go.
+// fakeComponent has no recipe, so any attempt to build it fails immediately
+// instead of running go.
 func fakeComponent(version string, bins ...string) Component {
 	return Component{
 		Name:      "fake",
@@ -25,7 +25,6 @@ func fakeComponent(version string, bins ...string) Component {
 		Version:   version,
 		Binaries:  bins,
 		ColdBuild: time.Second,
-		kind:      buildKind(99),
 	}
 }
 
@@ -316,7 +315,7 @@ func TestRefusedModuleNamesVersion(t *testing.T) {
 	c := Cache{Dir: t.TempDir()}
 	comp := Component{
 		Name: "refused", Module: "example.invalid/refused", Version: "v1.2.3",
-		Binaries: []string{"refused"}, kind: moduleCopy, packages: []string{"./cmd/refused"},
+		Binaries: []string{"refused"}, recipe: moduleCopyRecipe, packages: []string{"./cmd/refused"},
 	}
 	err := c.Ensure(context.Background(), &bytes.Buffer{}, comp)
 	if err == nil {
@@ -350,7 +349,7 @@ func TestEnsureCancelStopsGo(t *testing.T) {
 	c := Cache{Dir: t.TempDir()}
 	comp := Component{
 		Name: "hang", Module: "example.invalid/hang", Version: "v1.0.0",
-		Binaries: []string{"hang"}, kind: moduleCopy, packages: []string{"./cmd/hang"},
+		Binaries: []string{"hang"}, recipe: moduleCopyRecipe, packages: []string{"./cmd/hang"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -39,10 +39,6 @@ const (
 	CalicoCRDs = "calico-crds.yaml"
 )
 
-// calicoBuild is the recipe of the calico component: a module copy whose replace of the API
-// module points at the proxy's version, two go builds, and copies of the plugin and the CRDs.
-const calicoBuild buildKind = 105
-
 // calicoComponents are the binaries of the calico and canal datapaths.
 func calicoComponents() []Component {
 	c := Component{
@@ -52,7 +48,7 @@ func calicoComponents() []Component {
 		// Measured: 6 min 11 s on the 2-core target with a warm module cache and a cold build
 		// cache, nearly all of it calico-node (felix, libcalico-go, client-go).
 		ColdBuild: 7 * time.Minute,
-		kind:      calicoBuild,
+		recipe:    calicoRecipe,
 		ldflags: "-s -w" +
 			" -X " + calicoModule + "/node/buildinfo.GitVersion=" + CalicoVersion +
 			" -X " + calicoModule + "/node/pkg/lifecycle/startup.VERSION=" + CalicoVersion +
@@ -82,6 +78,11 @@ func calicoTargets() []goBinary {
 		{name: CalicoCNIBinary, pkg: "./cni-plugin/cmd/calico"},
 	}
 }
+
+// calicoRecipe builds the calico component: a module copy whose replace of the API
+// module points at the proxy's version, two go builds, and copies of the plugin and the CRDs.
+// Its name is the one it printed as build kind 105: existing stamps hold it.
+var calicoRecipe = plainRecipe("kind-105", buildCalico)
 
 // buildCalico builds calico-node and the CNI plugin in a writable copy of the module whose
 // ./api replace (a directory the zip lacks) points at the proxy's API module: the one change

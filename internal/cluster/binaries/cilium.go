@@ -40,12 +40,6 @@ const (
 	ciliumDate     = "2026-08-18T08:34:44Z"
 )
 
-// ciliumBuild is the recipe of the cilium component: a module copy like
-// moduleCopy, but with one go build per binary, because the binaries need
-// different build tags and names that differ from their package directories
-// (./daemon is upstream's cilium-agent), and with the bpf/ tree packed.
-const ciliumBuild buildKind = 100
-
 // ciliumTargets lists what the cilium component builds, in build order.
 // Their names are those of upstream's images.
 func ciliumTargets() []goBinary {
@@ -70,7 +64,7 @@ func ciliumComponents() []Component {
 		// caches on the 2-core target; the whole component took 3m48s here
 		// with a partly warm build cache.
 		ColdBuild: 8 * time.Minute,
-		kind:      ciliumBuild,
+		recipe:    ciliumRecipe,
 		// Upstream's Makefile stamps "<version> <revision> <date>"; the agent
 		// appends the Go version and parses the whole string as 7 fields.
 		ldflags: fmt.Sprintf("-s -w -X '%s/pkg/version.ciliumVersion=%s %s %s'",
@@ -90,6 +84,13 @@ func ciliumComponents() []Component {
 	c.Binaries = append(c.Binaries, CiliumBPFArchive)
 	return []Component{c}
 }
+
+// ciliumRecipe builds the cilium component: a module copy like
+// moduleCopyRecipe, but with one go build per binary, because the binaries need
+// different build tags and names that differ from their package directories
+// (./daemon is upstream's cilium-agent), and with the bpf/ tree packed.
+// Its name is the one it printed as build kind 100: existing stamps hold it.
+var ciliumRecipe = plainRecipe("kind-100", buildCilium)
 
 // buildCilium builds every target in a writable copy of the module (its
 // replace directives defeat go install) and packs the datapath sources.

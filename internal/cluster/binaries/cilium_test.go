@@ -19,8 +19,8 @@ func TestCiliumComponent(t *testing.T) {
 	if !slices.Equal(c.Binaries, want) {
 		t.Errorf("binaries = %v, want %v", c.Binaries, want)
 	}
-	if c.Version != CiliumVersion || c.kind != ciliumBuild {
-		t.Errorf("version %s kind %s", c.Version, c.kind)
+	if c.Version != CiliumVersion || c.recipe.name != ciliumRecipe.name {
+		t.Errorf("version %s recipe %s", c.Version, c.recipe.name)
 	}
 	if !slices.Contains(c.Binaries, c.verify.binary) {
 		t.Errorf("verifies %s, which it does not build", c.verify.binary)

@@ -40,32 +40,6 @@ const PauseBinary = "cnb-pause"
 // package builds things (not visible in the table) still invalidates stamps.
 const recipeRevision = "1"
 
-// buildKind selects how a component is produced from the module proxy.
-type buildKind int
-
-const (
-	// goInstall runs `go install pkg@version` for each package.
-	goInstall buildKind = iota
-	// k8sWrapper builds inside a generated wrapper module, because
-	// k8s.io/kubernetes uses replace directives that `go install` rejects.
-	k8sWrapper
-	// moduleCopy builds inside a writable copy of the downloaded module,
-	// because its replace directives also defeat `go install`.
-	moduleCopy
-)
-
-func (k buildKind) String() string {
-	switch k {
-	case goInstall:
-		return "go-install"
-	case k8sWrapper:
-		return "k8s-wrapper"
-	case moduleCopy:
-		return "module-copy"
-	}
-	return fmt.Sprintf("kind-%d", int(k))
-}
-
 // Component is one group of third-party binaries built together from one
 // module at one pinned version.
 type Component struct {
@@ -86,10 +60,14 @@ type Component struct {
 	// Kubernetes releases) sit side by side; it also keys the stamp and log.
 	Subdir string
 
-	kind buildKind
-	// packages are full import paths (goInstall, k8sWrapper) or paths
-	// relative to the module root such as "./cmd/ctr" (moduleCopy). Each
-	// package's last element is the binary name.
+	// recipe builds the component (see recipes.go); its name is part of
+	// the recipe hash.
+	recipe recipe
+	// packages are full import paths (goInstallRecipe, k8sWrapperRecipe)
+	// or paths relative to the module root such as "./cmd/ctr"
+	// (moduleCopyRecipe). Each package's last element is the binary name.
+	// Components with recipes of their own may record anything here that
+	// should rebuild them when it changes.
 	packages []string
 	tags     []string
 	ldflags  string
@@ -121,7 +99,7 @@ func Components() []Component {
 		Module:    "github.com/containernetworking/plugins",
 		Version:   CNIPluginsVersion,
 		ColdBuild: 30 * time.Second,
-		kind:      goInstall,
+		recipe:    goInstallRecipe,
 		ldflags:   "-s -w",
 		verify: verifySpec{
 			binary: "bridge",
@@ -139,7 +117,7 @@ func Components() []Component {
 		Module:    ctdModule,
 		Version:   ContainerdVersion,
 		ColdBuild: 2 * time.Minute,
-		kind:      moduleCopy,
+		recipe:    moduleCopyRecipe,
 		packages:  []string{"./cmd/containerd", "./cmd/containerd-shim-runc-v2", "./cmd/ctr"},
 		// The cluster uses the overlayfs snapshotter only. btrfs needs cgo
 		// (CGO_ENABLED=0 drops it anyway; the tag says so explicitly),
@@ -162,7 +140,7 @@ func Components() []Component {
 		Module:    "github.com/coredns/coredns",
 		Version:   CoreDNSVersion,
 		ColdBuild: 2 * time.Minute,
-		kind:      goInstall,
+		recipe:    goInstallRecipe,
 		ldflags:   "-s -w",
 		packages:  []string{"github.com/coredns/coredns"},
 		verify: verifySpec{
@@ -179,8 +157,9 @@ func Components() []Component {
 	for _, v := range lab.KubernetesVersions() {
 		all = append(all, kubernetesComponent(v))
 	}
-	// Datapath, runtime and ingress components live in files of their own (flannel.go,
-	// cilium.go, crio.go, gvisor.go, youki.go, gateway.go, k6.go).
+	// Datapath, runtime and ingress components live in files of their own, beside
+	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
+	// gateway.go, k6.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
 	all = append(all, calicoComponents()...)
@@ -268,7 +247,7 @@ func k8sLDFlags(version string) string {
 func (c Component) RecipeHash() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "rev=%s\nname=%s\nkind=%s\nmodule=%s\nversion=%s\n",
-		recipeRevision, c.Name, c.kind, c.Module, c.Version)
+		recipeRevision, c.Name, c.recipe.name, c.Module, c.Version)
 	fmt.Fprintf(&b, "packages=%s\nbinaries=%s\ntags=%s\nldflags=%s\n",
 		strings.Join(c.packages, ","), strings.Join(c.Binaries, ","),
 		strings.Join(c.tags, ","), c.ldflags)

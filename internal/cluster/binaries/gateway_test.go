@@ -19,8 +19,8 @@ func TestTraefikComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Module != "github.com/traefik/traefik/v3" || c.Version != TraefikVersion || c.kind != moduleCopy {
-		t.Errorf("module %s version %s kind %s", c.Module, c.Version, c.kind)
+	if c.Module != "github.com/traefik/traefik/v3" || c.Version != TraefikVersion || c.recipe.name != moduleCopyRecipe.name {
+		t.Errorf("module %s version %s recipe %s", c.Module, c.Version, c.recipe.name)
 	}
 	// The module's replace directives defeat go install: it must build from a module copy.
 	if !slices.Equal(c.packages, []string{"./cmd/traefik"}) || !slices.Equal(c.Binaries, []string{TraefikBinary}) {
@@ -43,8 +43,8 @@ func TestGatewayAPIComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Module != "sigs.k8s.io/gateway-api" || c.Version != GatewayAPIVersion || c.kind != gatewayAPIBuild {
-		t.Errorf("module %s version %s kind %s", c.Module, c.Version, c.kind)
+	if c.Module != "sigs.k8s.io/gateway-api" || c.Version != GatewayAPIVersion || c.recipe.name != gatewayAPIRecipe.name {
+		t.Errorf("module %s version %s recipe %s", c.Module, c.Version, c.recipe.name)
 	}
 	if !slices.Equal(c.Binaries, []string{GatewayAPICRDs}) || c.verify.binary != "" {
 		t.Errorf("binaries %v verify %+v", c.Binaries, c.verify)

@@ -31,7 +31,7 @@ func kubernetesComponent(version string) Component {
 		Version:   version,
 		ColdBuild: 8 * time.Minute,
 		Subdir:    Kubernetes + "-" + version,
-		kind:      k8sWrapper,
+		recipe:    k8sWrapperRecipe,
 		ldflags:   k8sLDFlags(version),
 		verify: verifySpec{
 			binary: "kubectl",
@@ -51,7 +51,7 @@ func kubernetesComponent(version string) Component {
 // its stamp says it is exactly the build comp's recipe would produce: a user who upgrades keeps
 // the minutes that build took instead of paying them again.
 func (c Cache) adoptFlatKubernetes(comp Component) error {
-	old := Component{Name: comp.Name, Version: comp.Version, kind: comp.kind, Module: comp.Module,
+	old := Component{Name: comp.Name, Version: comp.Version, recipe: comp.recipe, Module: comp.Module,
 		packages: comp.packages, Binaries: comp.Binaries, tags: comp.tags, ldflags: comp.ldflags}
 	if comp.Subdir == "" || !c.stampMatches(old) || len(c.absent(old)) > 0 {
 		return nil

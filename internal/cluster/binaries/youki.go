@@ -23,9 +23,6 @@ const Youki = "youki"
 // YoukiBinary is youki's binary name.
 const YoukiBinary = "youki"
 
-// youkiBuild is the recipe of the youki component: cargo install from crates.io.
-const youkiBuild buildKind = 104
-
 // youkiFeatures are the crate features built. The crate has no default features: without
 // v1 and v2 it would manage no cgroups at all (this kind of host is hybrid). systemd is
 // upstream's usual set and needs no library (it speaks D-Bus itself); seccomp links
@@ -40,7 +37,7 @@ func youkiComponents() []Component {
 		Version: YoukiVersion,
 		// Measured on the 2-core target: 6.3 min with one job beside another build.
 		ColdBuild: 5 * time.Minute,
-		kind:      youkiBuild,
+		recipe:    youkiRecipe,
 		// packages feeds the recipe hash.
 		packages: []string{"youki[" + strings.Join(youkiFeatures, ",") + "]", "--locked"},
 		Binaries: []string{YoukiBinary},
@@ -66,10 +63,14 @@ func cargoTool() (string, error) {
 	return "", errors.New("cargo not found in PATH or ~/.cargo/bin: youki is built with cargo (rustup, or Debian's cargo)")
 }
 
+// youkiRecipe builds the youki component: cargo install from crates.io.
+// Its name is the one it printed as build kind 104: existing stamps hold it.
+var youkiRecipe = recipe{name: "kind-104", build: buildYouki}
+
 // buildYouki installs the crate at its locked dependency versions into scratch and moves the
 // binary to out. The target directory lives in the cache, so that a rebuild (a new recipe)
 // reuses compiled dependencies.
-func (c Cache) buildYouki(ctx context.Context, log io.Writer, comp Component, scratch, out string) error {
+func buildYouki(ctx context.Context, c Cache, log io.Writer, comp Component, scratch, out string) error {
 	cargo, err := cargoTool()
 	if err != nil {
 		return err
