@@ -91,7 +91,7 @@ phase "end-to-end tests on real local clusters"
 go test -p 1 -count=1 -timeout 70m -tags e2e -v ./test/e2e/
 
 # The cgroup v2 host proof: this machine is hybrid, so a VM with cgroup_no_v1=all runs the local
-# cluster's lifecycle and a short run (software emulation: 9 to 17 minutes). It runs alone:
+# cluster's lifecycle and a short run (software emulation: 8 to 10 minutes). It runs alone:
 # beside the end-to-end tests, even at nice 19, its guest starved (30 % of a CPU) until its
 # controller-manager's TLS handshake with its API server timed out.
 phase "cgroup v2 host: the local cluster inside a QEMU VM (scripts/vm-cgroupv2.sh)"

@@ -315,7 +315,7 @@ func TestRefusedModuleNamesVersion(t *testing.T) {
 	c := Cache{Dir: t.TempDir()}
 	comp := Component{
 		Name: "refused", Module: "example.invalid/refused", Version: "v1.2.3",
-		Binaries: []string{"refused"}, recipe: moduleCopyRecipe, packages: []string{"./cmd/refused"},
+		Binaries: []string{"refused"}, recipe: moduleCopyRecipe(), packages: []string{"./cmd/refused"},
 	}
 	err := c.Ensure(context.Background(), &bytes.Buffer{}, comp)
 	if err == nil {
@@ -349,7 +349,7 @@ func TestEnsureCancelStopsGo(t *testing.T) {
 	c := Cache{Dir: t.TempDir()}
 	comp := Component{
 		Name: "hang", Module: "example.invalid/hang", Version: "v1.0.0",
-		Binaries: []string{"hang"}, recipe: moduleCopyRecipe, packages: []string{"./cmd/hang"},
+		Binaries: []string{"hang"}, recipe: moduleCopyRecipe(), packages: []string{"./cmd/hang"},
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
 	defer cancel()

@@ -48,7 +48,7 @@ func calicoComponents() []Component {
 		// Measured: 6 min 11 s on the 2-core target with a warm module cache and a cold build
 		// cache, nearly all of it calico-node (felix, libcalico-go, client-go).
 		ColdBuild: 7 * time.Minute,
-		recipe:    calicoRecipe,
+		recipe:    calicoRecipe(),
 		ldflags: "-s -w" +
 			" -X " + calicoModule + "/node/buildinfo.GitVersion=" + CalicoVersion +
 			" -X " + calicoModule + "/node/pkg/lifecycle/startup.VERSION=" + CalicoVersion +
@@ -82,7 +82,7 @@ func calicoTargets() []goBinary {
 // calicoRecipe builds the calico component: a module copy whose replace of the API
 // module points at the proxy's version, two go builds, and copies of the plugin and the CRDs.
 // Its name is the one it printed as build kind 105: existing stamps hold it.
-var calicoRecipe = plainRecipe("kind-105", buildCalico)
+func calicoRecipe() recipe { return plainRecipe("kind-105", buildCalico) }
 
 // buildCalico builds calico-node and the CNI plugin in a writable copy of the module whose
 // ./api replace (a directory the zip lacks) points at the proxy's API module: the one change

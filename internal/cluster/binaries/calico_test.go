@@ -12,7 +12,7 @@ func TestCalicoComponent(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := []string{CalicoNodeBinary, CalicoCNIBinary, CalicoIPAMBinary, CalicoCRDs}
-	if !slices.Equal(c.Binaries, want) || c.recipe.name != calicoRecipe.name {
+	if !slices.Equal(c.Binaries, want) || c.recipe.name != calicoRecipe().name {
 		t.Errorf("binaries %v recipe %s", c.Binaries, c.recipe.name)
 	}
 	// The API module the replace points at is part of the recipe: changing it rebuilds.

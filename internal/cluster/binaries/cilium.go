@@ -64,7 +64,7 @@ func ciliumComponents() []Component {
 		// caches on the 2-core target; the whole component took 3m48s here
 		// with a partly warm build cache.
 		ColdBuild: 8 * time.Minute,
-		recipe:    ciliumRecipe,
+		recipe:    ciliumRecipe(),
 		// Upstream's Makefile stamps "<version> <revision> <date>"; the agent
 		// appends the Go version and parses the whole string as 7 fields.
 		ldflags: fmt.Sprintf("-s -w -X '%s/pkg/version.ciliumVersion=%s %s %s'",
@@ -90,7 +90,7 @@ func ciliumComponents() []Component {
 // different build tags and names that differ from their package directories
 // (./daemon is upstream's cilium-agent), and with the bpf/ tree packed.
 // Its name is the one it printed as build kind 100: existing stamps hold it.
-var ciliumRecipe = plainRecipe("kind-100", buildCilium)
+func ciliumRecipe() recipe { return plainRecipe("kind-100", buildCilium) }
 
 // buildCilium builds every target in a writable copy of the module (its
 // replace directives defeat go install) and packs the datapath sources.

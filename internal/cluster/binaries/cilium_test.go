@@ -19,7 +19,7 @@ func TestCiliumComponent(t *testing.T) {
 	if !slices.Equal(c.Binaries, want) {
 		t.Errorf("binaries = %v, want %v", c.Binaries, want)
 	}
-	if c.Version != CiliumVersion || c.recipe.name != ciliumRecipe.name {
+	if c.Version != CiliumVersion || c.recipe.name != ciliumRecipe().name {
 		t.Errorf("version %s recipe %s", c.Version, c.recipe.name)
 	}
 	if !slices.Contains(c.Binaries, c.verify.binary) {

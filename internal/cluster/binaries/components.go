@@ -99,7 +99,7 @@ func Components() []Component {
 		Module:    "github.com/containernetworking/plugins",
 		Version:   CNIPluginsVersion,
 		ColdBuild: 30 * time.Second,
-		recipe:    goInstallRecipe,
+		recipe:    goInstallRecipe(),
 		ldflags:   "-s -w",
 		verify: verifySpec{
 			binary: "bridge",
@@ -117,7 +117,7 @@ func Components() []Component {
 		Module:    ctdModule,
 		Version:   ContainerdVersion,
 		ColdBuild: 2 * time.Minute,
-		recipe:    moduleCopyRecipe,
+		recipe:    moduleCopyRecipe(),
 		packages:  []string{"./cmd/containerd", "./cmd/containerd-shim-runc-v2", "./cmd/ctr"},
 		// The cluster uses the overlayfs snapshotter only. btrfs needs cgo
 		// (CGO_ENABLED=0 drops it anyway; the tag says so explicitly),
@@ -140,7 +140,7 @@ func Components() []Component {
 		Module:    "github.com/coredns/coredns",
 		Version:   CoreDNSVersion,
 		ColdBuild: 2 * time.Minute,
-		recipe:    goInstallRecipe,
+		recipe:    goInstallRecipe(),
 		ldflags:   "-s -w",
 		packages:  []string{"github.com/coredns/coredns"},
 		verify: verifySpec{

@@ -39,7 +39,7 @@ func crioComponents() []Component {
 		// Measured on the 2-core target: ~6.5 min with empty Go caches (most of it the
 		// containers/image and containers/storage trees); pinns takes under a second.
 		ColdBuild: 7 * time.Minute,
-		recipe:    crioRecipe,
+		recipe:    crioRecipe(),
 		// Upstream's Makefile tags, minus the probes of the build host: openpgp instead of
 		// gpgme (no libgpgme), no ostree, no btrfs graph driver (overlay only), seccomp on.
 		tags: []string{"containers_image_openpgp", "containers_image_ostree_stub",
@@ -61,7 +61,7 @@ func crioComponents() []Component {
 // crioRecipe builds the CRI-O component: crio with cgo (libseccomp) from a
 // writable copy of the module, and pinns, a small static C program, with its own Makefile.
 // Its name is the one it printed as build kind 103: existing stamps hold it.
-var crioRecipe = plainRecipe("kind-103", buildCRIO)
+func crioRecipe() recipe { return plainRecipe("kind-103", buildCRIO) }
 
 // buildCRIO builds crio with cgo (goEnv disables it; the later CGO_ENABLED=1 wins) and
 // pinns with make, both from one writable copy of the module.

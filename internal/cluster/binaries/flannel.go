@@ -66,7 +66,7 @@ func flannelComponents() []Component {
 		// all of it flanneld (client-go, etcd client, grpc). The plugin takes
 		// seconds. With warm caches the whole component builds in ~5 s.
 		ColdBuild: 3 * time.Minute,
-		recipe:    flannelRecipe,
+		recipe:    flannelRecipe(),
 		ldflags:   "-s -w -X " + flannelModule + "/pkg/version.Version=" + FlannelVersion,
 		// packages only feeds the recipe hash here: the plugin's version and
 		// the patch are part of the recipe, so changing either rebuilds.
@@ -87,7 +87,7 @@ func flannelComponents() []Component {
 // flannelRecipe builds the flannel component: flanneld from a patched
 // copy of its module, then the CNI plugin with go install.
 // Its name is the one it printed as build kind 101: existing stamps hold it.
-var flannelRecipe = plainRecipe("kind-101", buildFlannel)
+func flannelRecipe() recipe { return plainRecipe("kind-101", buildFlannel) }
 
 // buildFlannel builds flanneld in a writable copy of its module whose main
 // package has moved to cmd/flanneld without the backends that cannot be built

@@ -33,7 +33,7 @@ func TestFlannelComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Version != FlannelVersion || c.recipe.name != flannelRecipe.name {
+	if c.Version != FlannelVersion || c.recipe.name != flannelRecipe().name {
 		t.Errorf("flannel component = %+v", c)
 	}
 	if !slices.Equal(c.Binaries, []string{"flanneld", "flannel"}) {

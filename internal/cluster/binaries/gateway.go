@@ -69,7 +69,7 @@ func gatewayComponents() []Component {
 		ColdBuild: 7 * time.Minute,
 		// Its go.mod has replace directives (forks of go-http-auth, mux, minheap), which
 		// `go install traefik@version` refuses.
-		recipe:   moduleCopyRecipe,
+		recipe:   moduleCopyRecipe(),
 		packages: []string{"./cmd/traefik"},
 		// Upstream's Makefile and goreleaser stamp these; without them `traefik version` says
 		// "dev". The build date is left out so the binary is reproducible.
@@ -90,7 +90,7 @@ func gatewayComponents() []Component {
 		Version: GatewayAPIVersion,
 		// A module download of ~1 MB and a file copy.
 		ColdBuild: 5 * time.Second,
-		recipe:    gatewayAPIRecipe,
+		recipe:    gatewayAPIRecipe(),
 		// packages only feeds the recipe hash: which directory the CRDs come from.
 		packages: []string{gatewayAPICRDDir + "/*.yaml"},
 		Binaries: []string{GatewayAPICRDs},
@@ -101,7 +101,7 @@ func gatewayComponents() []Component {
 // gatewayAPIRecipe builds the gateway-api component: no compile, just the module's
 // standard-channel CRDs joined into one manifest.
 // Its name is the one it printed as build kind 106: existing stamps hold it.
-var gatewayAPIRecipe = plainRecipe("kind-106", buildGatewayAPI)
+func gatewayAPIRecipe() recipe { return plainRecipe("kind-106", buildGatewayAPI) }
 
 // buildGatewayAPI downloads the Gateway API module and writes its standard-channel CRDs as
 // one manifest. The module is only read in the module cache: nothing is compiled.

@@ -19,7 +19,7 @@ func TestTraefikComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Module != "github.com/traefik/traefik/v3" || c.Version != TraefikVersion || c.recipe.name != moduleCopyRecipe.name {
+	if c.Module != "github.com/traefik/traefik/v3" || c.Version != TraefikVersion || c.recipe.name != moduleCopyRecipe().name {
 		t.Errorf("module %s version %s recipe %s", c.Module, c.Version, c.recipe.name)
 	}
 	// The module's replace directives defeat go install: it must build from a module copy.
@@ -43,7 +43,7 @@ func TestGatewayAPIComponent(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Module != "sigs.k8s.io/gateway-api" || c.Version != GatewayAPIVersion || c.recipe.name != gatewayAPIRecipe.name {
+	if c.Module != "sigs.k8s.io/gateway-api" || c.Version != GatewayAPIVersion || c.recipe.name != gatewayAPIRecipe().name {
 		t.Errorf("module %s version %s recipe %s", c.Module, c.Version, c.recipe.name)
 	}
 	if !slices.Equal(c.Binaries, []string{GatewayAPICRDs}) || c.verify.binary != "" {

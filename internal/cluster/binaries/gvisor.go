@@ -47,7 +47,7 @@ func gvisorComponents() []Component {
 		Version: GVisorVersion,
 		// Measured on the 2-core target: 1.5 min with a warm module cache, ~4 min cold.
 		ColdBuild: 4 * time.Minute,
-		recipe:    gvisorRecipe,
+		recipe:    gvisorRecipe(),
 		// The cgo build fails inside the sandbox (no ld.so in runsc's chroot): goEnv's
 		// CGO_ENABLED=0 is required, not just convenient.
 		ldflags: "-s -w -X " + gvisorModule + "/runsc/version.version=" + GVisorVersion,
@@ -65,7 +65,7 @@ func gvisorComponents() []Component {
 // gvisorRecipe builds the gVisor component: both binaries from a patched copy of
 // the module.
 // Its name is the one it printed as build kind 102: existing stamps hold it.
-var gvisorRecipe = plainRecipe("kind-102", buildGVisor)
+func gvisorRecipe() recipe { return plainRecipe("kind-102", buildGVisor) }
 
 // buildGVisor builds runsc and the shim from a writable copy of the module with the shim
 // patched (see gvisorShimPatch).

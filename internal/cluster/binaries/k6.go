@@ -24,7 +24,7 @@ func k6Components() []Component {
 		ColdBuild: 3 * time.Minute,
 		// No replace directives: go install works. The version is a constant in the sources
 		// (internal/build), so there is nothing to stamp.
-		recipe:   goInstallRecipe,
+		recipe:   goInstallRecipe(),
 		ldflags:  "-s -w",
 		packages: []string{"go.k6.io/k6"},
 		verify: verifySpec{

@@ -10,7 +10,7 @@ func TestK6Component(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Module != "go.k6.io/k6" || c.Version != K6Version || c.recipe.name != goInstallRecipe.name {
+	if c.Module != "go.k6.io/k6" || c.Version != K6Version || c.recipe.name != goInstallRecipe().name {
 		t.Errorf("module %s version %s recipe %s", c.Module, c.Version, c.recipe.name)
 	}
 	// The root package is the command; go install names the binary after the module's last

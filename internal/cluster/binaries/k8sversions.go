@@ -31,7 +31,7 @@ func kubernetesComponent(version string) Component {
 		Version:   version,
 		ColdBuild: 8 * time.Minute,
 		Subdir:    Kubernetes + "-" + version,
-		recipe:    k8sWrapperRecipe,
+		recipe:    k8sWrapperRecipe(),
 		ldflags:   k8sLDFlags(version),
 		verify: verifySpec{
 			binary: "kubectl",

@@ -43,7 +43,7 @@ func (c Cache) runRecipe(ctx context.Context, log io.Writer, comp Component, scr
 }
 
 // goInstallRecipe runs `go install pkg@version` for each of the component's packages.
-var goInstallRecipe = plainRecipe("go-install", buildGoInstall)
+func goInstallRecipe() recipe { return plainRecipe("go-install", buildGoInstall) }
 
 // buildGoInstall deliberately omits -trimpath: these are the exact commands
 // used to warm the machine's build cache, and -trimpath would change every
@@ -64,7 +64,7 @@ func buildGoInstall(ctx context.Context, log io.Writer, comp Component, scratch,
 
 // k8sWrapperRecipe builds inside a generated wrapper module, because k8s.io/kubernetes uses
 // replace directives that `go install` rejects.
-var k8sWrapperRecipe = plainRecipe("k8s-wrapper", buildK8sWrapper)
+func k8sWrapperRecipe() recipe { return plainRecipe("k8s-wrapper", buildK8sWrapper) }
 
 // buildK8sWrapper builds the Kubernetes commands through a generated module
 // that requires k8s.io/kubernetes and repeats its staging replace directives
@@ -145,7 +145,7 @@ func buildBinaries(ctx context.Context, log io.Writer, comp Component, src, out 
 
 // moduleCopyRecipe builds the component's packages inside a writable copy of the downloaded
 // module, because its replace directives defeat `go install`.
-var moduleCopyRecipe = plainRecipe("module-copy", buildModuleCopy)
+func moduleCopyRecipe() recipe { return plainRecipe("module-copy", buildModuleCopy) }
 
 // buildModuleCopy builds inside a writable copy of the downloaded module:
 // the module cache copy is read-only, and `go install mod@v` refuses modules

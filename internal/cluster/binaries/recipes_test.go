@@ -47,8 +47,8 @@ func TestRecipeNamesAreStable(t *testing.T) {
 		}
 	}
 	seen := map[string]bool{}
-	for _, r := range []recipe{goInstallRecipe, k8sWrapperRecipe, moduleCopyRecipe, ciliumRecipe,
-		flannelRecipe, gvisorRecipe, crioRecipe, youkiRecipe, calicoRecipe, gatewayAPIRecipe} {
+	for _, r := range []recipe{goInstallRecipe(), k8sWrapperRecipe(), moduleCopyRecipe(), ciliumRecipe(),
+		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe()} {
 		if seen[r.name] {
 			t.Errorf("two recipes are named %q", r.name)
 		}

@@ -37,7 +37,7 @@ func youkiComponents() []Component {
 		Version: YoukiVersion,
 		// Measured on the 2-core target: 6.3 min with one job beside another build.
 		ColdBuild: 5 * time.Minute,
-		recipe:    youkiRecipe,
+		recipe:    youkiRecipe(),
 		// packages feeds the recipe hash.
 		packages: []string{"youki[" + strings.Join(youkiFeatures, ",") + "]", "--locked"},
 		Binaries: []string{YoukiBinary},
@@ -65,7 +65,7 @@ func cargoTool() (string, error) {
 
 // youkiRecipe builds the youki component: cargo install from crates.io.
 // Its name is the one it printed as build kind 104: existing stamps hold it.
-var youkiRecipe = recipe{name: "kind-104", build: buildYouki}
+func youkiRecipe() recipe { return recipe{name: "kind-104", build: buildYouki} }
 
 // buildYouki installs the crate at its locked dependency versions into scratch and moves the
 // binary to out. The target directory lives in the cache, so that a rebuild (a new recipe)
