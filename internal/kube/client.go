@@ -12,7 +12,6 @@ import (
 	"strings"
 	"time"
 
-	authv1 "k8s.io/api/authorization/v1"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -28,6 +27,9 @@ type Client struct {
 	config *rest.Config
 	// Server is the API server's URL, for messages.
 	Server string
+	// Context is the kubeconfig context the client uses (the current one unless one was
+	// named); empty for a kubeconfig without contexts.
+	Context string
 }
 
 // Connect loads a kubeconfig (empty path: the usual KUBECONFIG / ~/.kube/config rules) with an
@@ -37,8 +39,8 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 	if kubeconfig != "" {
 		rules.ExplicitPath = kubeconfig
 	}
-	cfg, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules,
-		&clientcmd.ConfigOverrides{CurrentContext: kubeContext}).ClientConfig()
+	loader := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, &clientcmd.ConfigOverrides{CurrentContext: kubeContext})
+	cfg, err := loader.ClientConfig()
 	if err != nil {
 		return nil, fmt.Errorf("load kubeconfig %q (context %q): %w", kubeconfig, kubeContext, err)
 	}
@@ -47,48 +49,28 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
-	return &Client{CS: cs, config: cfg, Server: cfg.Host}, nil
+	used := kubeContext
+	if raw, err := loader.RawConfig(); err == nil && used == "" {
+		used = raw.CurrentContext
+	}
+	return &Client{CS: cs, config: cfg, Server: cfg.Host, Context: used}, nil
 }
 
 // Preflight fails with one clear error when the API server cannot be reached or the
-// credentials lack a permission a run needs; policies adds the NetworkPolicy permissions.
-func (c *Client) Preflight(ctx context.Context, namespace string, policies bool) error {
+// credentials lack a permission the run needs (Access.Rules: what `cnibench rbac` grants).
+func (c *Client) Preflight(ctx context.Context, a Access) error {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	if _, err := c.CS.Discovery().RESTClient().Get().AbsPath("/version").DoRaw(ctx); err != nil {
 		return fmt.Errorf("cannot reach the API server at %s: %w", c.Server, err)
 	}
-	needs := []authv1.ResourceAttributes{
-		{Verb: "create", Resource: "namespaces"},
-		{Verb: "delete", Resource: "namespaces"},
-		{Verb: "create", Resource: "pods", Namespace: namespace},
-		{Verb: "create", Resource: "pods", Subresource: "exec", Namespace: namespace},
-		{Verb: "create", Resource: "services", Namespace: namespace},
-		{Verb: "list", Resource: "nodes"},
-	}
-	if policies {
-		needs = append(needs,
-			authv1.ResourceAttributes{Verb: "create", Group: "networking.k8s.io", Resource: "networkpolicies", Namespace: namespace},
-			authv1.ResourceAttributes{Verb: "deletecollection", Group: "networking.k8s.io", Resource: "networkpolicies", Namespace: namespace})
-	}
-	var missing []string
-	for _, ra := range needs {
-		ra := ra
-		review := &authv1.SelfSubjectAccessReview{Spec: authv1.SelfSubjectAccessReviewSpec{ResourceAttributes: &ra}}
-		res, err := c.CS.AuthorizationV1().SelfSubjectAccessReviews().Create(ctx, review, metav1.CreateOptions{})
-		if err != nil {
-			return fmt.Errorf("check permissions on %s: %w", c.Server, err)
-		}
-		if !res.Status.Allowed {
-			what := ra.Verb + " " + ra.Resource
-			if ra.Subresource != "" {
-				what += "/" + ra.Subresource
-			}
-			missing = append(missing, what)
-		}
+	missing, err := c.missing(ctx, a)
+	if err != nil {
+		return err
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing RBAC permissions on %s (namespace %s): %s", c.Server, namespace, strings.Join(missing, ", "))
+		return fmt.Errorf("missing RBAC permissions on %s (namespace %s): %s (cnibench rbac prints the objects that grant a run's permissions)",
+			c.Server, a.Namespace, strings.Join(missing, ", "))
 	}
 	return nil
 }

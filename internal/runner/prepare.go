@@ -154,7 +154,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	// A copy: the targets of one cluster share its provider and add facts of their own.
 	known, image := maps.Clone(got.facts), got.image
 	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
-	if err := tg.client.Preflight(ctx, tg.namespace, policy); err != nil {
+	if err := tg.client.Preflight(ctx, kube.Access{Namespace: tg.namespace, OwnNamespace: tg.ownNamespace, Policies: policy}); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	po := r.opts.Placement

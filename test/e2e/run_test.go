@@ -23,6 +23,8 @@ import (
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -374,8 +376,77 @@ current-context: c
 		t.Fatal(err)
 	}
 	out, err = cli(ctx, "run", "--kubeconfig", nobody, "--image", "x", "--results", dir)
-	if err == nil || !strings.Contains(out, "missing RBAC permissions") || !strings.Contains(out, "create pods/exec") {
+	if err == nil || !strings.Contains(out, "missing RBAC permissions") || !strings.Contains(out, "create pods/exec") || !strings.Contains(out, "cnibench rbac") {
 		t.Errorf("user without RBAC: err=%v\n%s", err, out)
+	}
+	t.Run("least privilege: the same user runs once granted what cnibench rbac prints", func(t *testing.T) {
+		leastPrivilegeRun(ctx, t, dir, nobody)
+	})
+}
+
+// leastPrivilegeSuite is a short run of the pod paths, as a platform team's namespace allows.
+const leastPrivilegeSuite = `
+paths: [same-node, cross-node, pod-to-service]
+workloads: [{kind: tcp-stream, streams: 1}, {kind: tcp-rr, size: 64, tool: cnibench}]
+repetitions: 2
+duration: 1s
+warmup: 1s
+`
+
+// leastPrivilegeRun grants the user of kubeconfig what `cnibench rbac` prints for a namespace
+// and nothing else, and runs through it as a remote target: the run completes with its
+// fingerprint, keeps to the namespace (it is left empty, not deleted), and the user can still
+// do nothing beyond (read a Secret, make a namespace).
+func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string) {
+	const ns = "cnb-lp"
+	w := newWorkload(ctx, t, runCluster)
+	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
+	objects, err := cli(ctx, "rbac", "--namespace", ns, "--user", "cnb-nobody")
+	if err != nil {
+		t.Fatalf("rbac: %v\n%s", err, objects)
+	}
+	rbacFile := filepath.Join(dir, "rbac.yaml")
+	if err := os.WriteFile(rbacFile, []byte(objects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", rbacFile); err != nil {
+		t.Fatalf("apply the rbac objects: %v\n%s", err, out)
+	}
+	defer func() {
+		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", rbacFile)
+	}()
+	suiteFile := filepath.Join(dir, "least.yaml")
+	if err := os.WriteFile(suiteFile, []byte(leastPrivilegeSuite), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err := cli(ctx, "run", "-f", suiteFile, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", w.image,
+		"--results", filepath.Join(dir, "least.db"), "-o", "json")
+	if err != nil {
+		t.Fatalf("run with the rbac objects' permissions only: %v\n%s", err, out)
+	}
+	doc := summaryOf(t, out, 1)
+	if doc.Run.Status != "complete" || doc.Targets[0].Fingerprint["node_a_kernel"] == "" {
+		t.Errorf("run %q, fingerprint %v", doc.Run.Status, doc.Targets[0].Fingerprint)
+	}
+	pods, err := w.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+	if err != nil || len(pods.Items) != 0 {
+		t.Errorf("pods left in %s: %d, %v", ns, len(pods.Items), err)
+	}
+	if _, err := w.cs.CoreV1().Namespaces().Get(ctx, ns, metav1.GetOptions{}); err != nil {
+		t.Errorf("the run's given namespace is gone: %v", err)
+	}
+	c, err := kube.Connect(kubeconfig, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.CS.CoreV1().Secrets(ns).List(ctx, metav1.ListOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the granted user lists Secrets: %v", err)
+	}
+	if _, err := c.CS.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cnb-lp-other"}}, metav1.CreateOptions{}); !apierrors.IsForbidden(err) {
+		t.Errorf("the granted user creates a namespace: %v", err)
 	}
 }
 
