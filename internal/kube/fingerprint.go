@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"strings"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -33,7 +34,7 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	if f.Spec.RuntimeClass != "" {
 		fp["runtime_handler"] = f.Spec.RuntimeClass
 	}
-	cni, mode := c.detectCNI(ctx)
+	cni, mode := c.DetectCNI(ctx)
 	fp["cni"], fp["cni_mode"] = cni, mode
 	fp["kube_proxy_mode"] = c.detectProxyMode(ctx)
 	if p := f.Pod(RoleClient, 0); p != nil {
@@ -73,9 +74,78 @@ func (c *Client) interfaceFacts(ctx context.Context, ns, pod, prefix string, fp 
 	}
 }
 
-// detectCNI recognises the common CNIs by their DaemonSets and reads their mode where it is
-// in a well-known ConfigMap. A cluster whose CNI runs outside pods is "unknown".
-func (c *Client) detectCNI(ctx context.Context) (string, string) {
+// DetectCNI recognises the common CNIs by their DaemonSets and reads their mode where it is
+// in a well-known ConfigMap; a CNI that runs outside pods (node daemons, as on the local
+// cluster) is recognised by the annotations its agents put on the Nodes. Otherwise "unknown":
+// never a guess.
+func (c *Client) DetectCNI(ctx context.Context) (cni, mode string) {
+	if cni, mode := c.cniFromDaemonSets(ctx); cni != "unknown" {
+		return cni, mode
+	}
+	nodes, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	if err != nil {
+		return "unknown", ""
+	}
+	return cniFromAnnotations(nodes.Items)
+}
+
+// Node annotations the CNIs' agents write.
+const (
+	flannelBackendAnnotation = "flannel.alpha.coreos.com/backend-type"
+	calicoPrefix             = "projectcalico.org/"
+	calicoVXLANAnnotation    = "projectcalico.org/IPv4VXLANTunnelAddr"
+	calicoIPIPAnnotation     = "projectcalico.org/IPv4IPIPTunnelAddr"
+)
+
+// cniFromAnnotations names the CNI whose agents annotated every node, and its mode where an
+// annotation says it: flannel's backend, Calico's encapsulation; flannel's and Calico's
+// together are Canal.
+func cniFromAnnotations(nodes []corev1.Node) (cni, mode string) {
+	if len(nodes) == 0 {
+		return "unknown", ""
+	}
+	every := func(has func(map[string]string) bool) bool {
+		for _, n := range nodes {
+			if !has(n.Annotations) {
+				return false
+			}
+		}
+		return true
+	}
+	prefixed := func(prefixes ...string) func(map[string]string) bool {
+		return func(a map[string]string) bool {
+			for k := range a {
+				for _, p := range prefixes {
+					if strings.HasPrefix(k, p) {
+						return true
+					}
+				}
+			}
+			return false
+		}
+	}
+	flannel := every(func(a map[string]string) bool { return a[flannelBackendAnnotation] != "" })
+	calico := every(prefixed(calicoPrefix))
+	a := nodes[0].Annotations
+	switch {
+	case flannel && calico:
+		return "canal", "backend=" + a[flannelBackendAnnotation]
+	case flannel:
+		return "flannel", "backend=" + a[flannelBackendAnnotation]
+	case calico && a[calicoVXLANAnnotation] != "":
+		return "calico", "encapsulation=vxlan"
+	case calico && a[calicoIPIPAnnotation] != "":
+		return "calico", "encapsulation=ipip"
+	case calico:
+		return "calico", ""
+	case every(prefixed("network.cilium.io/", "io.cilium.network.")):
+		return "cilium", ""
+	}
+	return "unknown", ""
+}
+
+// cniFromDaemonSets recognises the common CNIs by their DaemonSets.
+func (c *Client) cniFromDaemonSets(ctx context.Context) (string, string) {
 	ds, err := c.CS.AppsV1().DaemonSets("").List(ctx, metav1.ListOptions{})
 	if err != nil {
 		return "unknown", ""

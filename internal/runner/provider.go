@@ -186,7 +186,7 @@ func (p remoteProvider) ensure(context.Context) (provided, error) {
 	if p.image == "" {
 		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", p.target.Name)
 	}
-	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + p.target.Context}}
+	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.gateway = gatewayOffer{available: p.target.GatewayClassName != "", className: p.target.GatewayClassName,
 		why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
 	if e := p.target.External; e != nil {

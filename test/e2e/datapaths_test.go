@@ -14,6 +14,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
@@ -125,7 +126,10 @@ func TestDatapaths(t *testing.T) {
 				args = append(args, "--wait", "6m")
 			}
 			createCluster(ctx, t, args...)
-			t.Run(dp, func(t *testing.T) { checkDatapath(ctx, t, dp, name, host) })
+			t.Run(dp, func(t *testing.T) {
+				checkDatapath(ctx, t, dp, name, host)
+				t.Run("the API alone names the CNI and its mode", func(t *testing.T) { checkDetectedCNI(ctx, t, dp, name) })
+			})
 		}
 		t.Run("interleaved "+strings.Join(family, ","), func(t *testing.T) { testInterleaved(ctx, t, family) })
 		var next []string
@@ -155,5 +159,35 @@ func deleteDatapath(ctx context.Context, t *testing.T, dp string, before hostsna
 	assertCleanBeside(t, before, name, others)
 	if _, err := os.Stat(filepath.Join(cluster.DefaultLayout().Dir(name), "calico")); err == nil {
 		t.Errorf("%s: the cluster's calico directory survived delete", name)
+	}
+}
+
+// detectedCNI is what a run's fingerprint must say of each datapath's cluster from the API
+// alone, as it would of a remote cluster: the CNI and its mode where its agents annotate the
+// Nodes with it, "unknown" where nothing in the API says (bridge has no agent).
+var detectedCNI = map[string][2]string{
+	"bridge":          {"unknown", ""},
+	"flannel-vxlan":   {"flannel", "backend=vxlan"},
+	"flannel-host-gw": {"flannel", "backend=host-gw"},
+	"cilium-vxlan":    {"cilium", ""},
+	"cilium-native":   {"cilium", ""},
+	"cilium-kpr":      {"cilium", ""},
+	"calico-vxlan":    {"calico", "encapsulation=vxlan"},
+	"canal":           {"canal", "backend=vxlan"},
+}
+
+// checkDetectedCNI compares the remote fingerprint's CNI detection with the datapath the
+// local cluster's spec records.
+func checkDetectedCNI(ctx context.Context, t *testing.T, dp, name string) {
+	c, err := kube.Connect(cluster.DefaultLayout().Kubeconfig(name), "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, ok := detectedCNI[dp]
+	if !ok {
+		t.Fatalf("no expected detection for datapath %s", dp)
+	}
+	if cni, mode := c.DetectCNI(ctx); cni != want[0] || mode != want[1] {
+		t.Errorf("detected %s %q, want %s %q", cni, mode, want[0], want[1])
 	}
 }

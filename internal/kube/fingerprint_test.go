@@ -1,0 +1,45 @@
+package kube
+
+import (
+	"testing"
+
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+)
+
+func annotated(annotations ...map[string]string) []corev1.Node {
+	var out []corev1.Node
+	for _, a := range annotations {
+		out = append(out, corev1.Node{ObjectMeta: metav1.ObjectMeta{Annotations: a}})
+	}
+	return out
+}
+
+// Each CNI is named only when every node carries its agents' annotations; a node without
+// them (an agent not yet up, another CNI) leaves it unknown, never a guess.
+func TestCNIFromAnnotations(t *testing.T) {
+	flannel := map[string]string{flannelBackendAnnotation: "vxlan", "flannel.alpha.coreos.com/public-ip": "10.0.0.1"}
+	hostGW := map[string]string{flannelBackendAnnotation: "host-gw"}
+	calicoVXLAN := map[string]string{"projectcalico.org/IPv4Address": "10.0.0.1/24", calicoVXLANAnnotation: "192.168.0.1"}
+	canal := map[string]string{flannelBackendAnnotation: "vxlan", "projectcalico.org/IPv4Address": "10.0.0.1/24"}
+	cilium := map[string]string{"network.cilium.io/ipv4-cilium-host": "10.1.0.1"}
+	for _, c := range []struct {
+		nodes       []corev1.Node
+		cni, mode   string
+		whyNotWrong string
+	}{
+		{annotated(flannel, flannel), "flannel", "backend=vxlan", ""},
+		{annotated(hostGW, hostGW), "flannel", "backend=host-gw", ""},
+		{annotated(calicoVXLAN, calicoVXLAN), "calico", "encapsulation=vxlan", ""},
+		{annotated(canal, canal), "canal", "backend=vxlan", ""},
+		{annotated(cilium, cilium), "cilium", "", ""},
+		{annotated(flannel, nil), "unknown", "", "one node without flannel's annotation"},
+		{annotated(nil, nil), "unknown", "", "no annotations: a CNI that writes none"},
+		{nil, "unknown", "", "no nodes"},
+	} {
+		cni, mode := cniFromAnnotations(c.nodes)
+		if cni != c.cni || mode != c.mode {
+			t.Errorf("%v (%s): %s %q, want %s %q", c.nodes, c.whyNotWrong, cni, mode, c.cni, c.mode)
+		}
+	}
+}
