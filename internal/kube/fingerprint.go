@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strings"
 
 	corev1 "k8s.io/api/core/v1"
@@ -86,7 +87,16 @@ func (c *Client) DetectCNI(ctx context.Context) (cni, mode string) {
 	if err != nil {
 		return "unknown", ""
 	}
-	return cniFromAnnotations(nodes.Items)
+	// The CNIs' API groups (their CRDs) say what annotations may not: Calico where it only
+	// enforces policy beside flannel (Canal), Cilium, which annotates no node by default.
+	// Discovery is open to every user.
+	var groups []string
+	if list, err := c.CS.Discovery().ServerGroups(); err == nil {
+		for _, g := range list.Groups {
+			groups = append(groups, g.Name)
+		}
+	}
+	return cniFromAnnotations(nodes.Items, groups)
 }
 
 // Node annotations the CNIs' agents write.
@@ -97,10 +107,16 @@ const (
 	calicoIPIPAnnotation     = "projectcalico.org/IPv4IPIPTunnelAddr"
 )
 
+// API groups of the CNIs' CRDs.
+const (
+	calicoGroup = "crd.projectcalico.org"
+	ciliumGroup = "cilium.io"
+)
+
 // cniFromAnnotations names the CNI whose agents annotated every node, and its mode where an
-// annotation says it: flannel's backend, Calico's encapsulation; flannel's and Calico's
-// together are Canal.
-func cniFromAnnotations(nodes []corev1.Node) (cni, mode string) {
+// annotation says it: flannel's backend, Calico's encapsulation. Flannel's annotations with
+// Calico's API group (groups: the cluster's API groups) are Canal; Cilium's group is Cilium.
+func cniFromAnnotations(nodes []corev1.Node, groups []string) (cni, mode string) {
 	if len(nodes) == 0 {
 		return "unknown", ""
 	}
@@ -128,7 +144,7 @@ func cniFromAnnotations(nodes []corev1.Node) (cni, mode string) {
 	calico := every(prefixed(calicoPrefix))
 	a := nodes[0].Annotations
 	switch {
-	case flannel && calico:
+	case flannel && (calico || slices.Contains(groups, calicoGroup)):
 		return "canal", "backend=" + a[flannelBackendAnnotation]
 	case flannel:
 		return "flannel", "backend=" + a[flannelBackendAnnotation]
@@ -138,7 +154,8 @@ func cniFromAnnotations(nodes []corev1.Node) (cni, mode string) {
 		return "calico", "encapsulation=ipip"
 	case calico:
 		return "calico", ""
-	case every(prefixed("network.cilium.io/", "io.cilium.network.")):
+	case every(prefixed("network.cilium.io/", "io.cilium.network.")) || slices.Contains(groups, ciliumGroup):
+		// Cilium annotates Nodes only when asked to; its CRDs (CiliumNode...) are always there.
 		return "cilium", ""
 	}
 	return "unknown", ""

@@ -22,22 +22,26 @@ func TestCNIFromAnnotations(t *testing.T) {
 	hostGW := map[string]string{flannelBackendAnnotation: "host-gw"}
 	calicoVXLAN := map[string]string{"projectcalico.org/IPv4Address": "10.0.0.1/24", calicoVXLANAnnotation: "192.168.0.1"}
 	canal := map[string]string{flannelBackendAnnotation: "vxlan", "projectcalico.org/IPv4Address": "10.0.0.1/24"}
+	calicoAPI := []string{"apps", calicoGroup}
 	cilium := map[string]string{"network.cilium.io/ipv4-cilium-host": "10.1.0.1"}
 	for _, c := range []struct {
 		nodes       []corev1.Node
+		groups      []string
 		cni, mode   string
 		whyNotWrong string
 	}{
-		{annotated(flannel, flannel), "flannel", "backend=vxlan", ""},
-		{annotated(hostGW, hostGW), "flannel", "backend=host-gw", ""},
-		{annotated(calicoVXLAN, calicoVXLAN), "calico", "encapsulation=vxlan", ""},
-		{annotated(canal, canal), "canal", "backend=vxlan", ""},
-		{annotated(cilium, cilium), "cilium", "", ""},
-		{annotated(flannel, nil), "unknown", "", "one node without flannel's annotation"},
-		{annotated(nil, nil), "unknown", "", "no annotations: a CNI that writes none"},
-		{nil, "unknown", "", "no nodes"},
+		{annotated(flannel, flannel), nil, "flannel", "backend=vxlan", ""},
+		{annotated(hostGW, hostGW), nil, "flannel", "backend=host-gw", ""},
+		{annotated(calicoVXLAN, calicoVXLAN), calicoAPI, "calico", "encapsulation=vxlan", ""},
+		{annotated(canal, canal), nil, "canal", "backend=vxlan", ""},
+		{annotated(flannel, flannel), calicoAPI, "canal", "backend=vxlan", "flannel's annotations and Calico's API: Canal, as the local cluster runs it"},
+		{annotated(cilium, cilium), nil, "cilium", "", ""},
+		{annotated(nil, nil), []string{ciliumGroup}, "cilium", "", "Cilium's CRDs: it annotates no node by default"},
+		{annotated(flannel, nil), nil, "unknown", "", "one node without flannel's annotation"},
+		{annotated(nil, nil), calicoAPI, "unknown", "", "no annotations: a CNI that writes none"},
+		{nil, nil, "unknown", "", "no nodes"},
 	} {
-		cni, mode := cniFromAnnotations(c.nodes)
+		cni, mode := cniFromAnnotations(c.nodes, c.groups)
 		if cni != c.cni || mode != c.mode {
 			t.Errorf("%v (%s): %s %q, want %s %q", c.nodes, c.whyNotWrong, cni, mode, c.cni, c.mode)
 		}
