@@ -15,12 +15,14 @@ import (
 type htmlPage struct {
 	Title string
 	// Verdict is what `cnibench run` ends with, per run: a table per workload.
-	Verdict  []htmlVerdict
-	Runs     []htmlRun
-	EnvHead  []string
-	Env      []htmlEnvRow
-	Sections []htmlSection
-	Head     []string
+	Verdict []htmlVerdict
+	// References set each run's study beside it.
+	References []htmlRef
+	Runs       []htmlRun
+	EnvHead    []string
+	Env        []htmlEnvRow
+	Sections   []htmlSection
+	Head       []string
 }
 
 // htmlRun is a run in the page header.
@@ -117,6 +119,9 @@ func (m model) htmlPage() htmlPage {
 			run = "run " + d.Run.ID + ": "
 		}
 		p.Verdict = append(p.Verdict, htmlVerdicts(run, d.Verdict)...)
+		if d.Reference != nil {
+			p.References = append(p.References, htmlReference(d.Reference, d.Targets))
+		}
 	}
 	for _, t := range m.targets {
 		p.EnvHead = append(p.EnvHead, t.label)
@@ -341,6 +346,14 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <tr><th>Workload and metric</th><th>Target or path</th><th>Mean [95 % CI]</th><th>x</th><th>Verdict</th><th>n</th></tr>
 {{range .Verdict}}{{$title := .Title}}{{range $i, $r := .Rows}}<tr{{if eq $i 0}} class="first"{{end}}><td>{{if eq $i 0}}{{$title}}{{end}}</td><td>{{$r.Name}}</td><td>{{$r.Mean}} {{$r.CI}}</td><td>{{$r.Ratio}}</td><td>{{if $r.Decided}}<b>{{$r.Verdict}}</b>{{else}}{{$r.Verdict}}{{end}}</td><td>{{$r.N}}</td></tr>
 {{end}}{{end}}</table></div>
+{{end}}
+{{range .References}}
+<h2>Beside the study</h2>
+<p class="desc">{{.Study}}<br>This run: {{.Setup}}</p>
+<div class="scroll"><table class="verdict">
+<tr>{{range .Head}}<th>{{.}}</th>{{end}}</tr>
+{{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
+{{end}}</table></div>
 {{end}}
 <h2>Runs</h2>
 <div class="scroll"><table>

@@ -311,6 +311,9 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 	}
 	fmt.Fprint(bw, "Figures are means over the measured samples (warm-up excluded); the 95 % CI is the t-interval of the mean, marked c where it is clipped to the metric's range; bimodal marks a cell whose samples form two separate groups; ×host is the mean as a fraction of the host-network path of the same target; ↑ higher is better, ↓ lower is better.\n\n")
 
+	for _, d := range docs {
+		writeReferenceMarkdown(bw, d.Reference, d.Targets)
+	}
 	fmt.Fprint(bw, "## Environment\n\n")
 	head := []string{"Key"}
 	for _, t := range m.targets {

@@ -23,11 +23,14 @@ type Document struct {
 	Ranking []analysis.RankGroup `json:"ranking,omitempty"`
 	// Verdict is each workload's headline answer (Verdict).
 	Verdict []analysis.VerdictLine `json:"verdict,omitempty"`
+	// Reference sets the figures of the study the suite reproduces beside the run's.
+	Reference *analysis.ReferenceTable `json:"reference,omitempty"`
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
 func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) Document {
-	return Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples)}
+	return Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples),
+		Reference: referenceOf(run, samples)}
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -86,6 +89,9 @@ func jsonSafe(d Document) any {
 	if len(d.Verdict) > 0 {
 		head["verdict"] = verdictJSON(d.Verdict)
 	}
+	if d.Reference != nil {
+		head["reference"] = referenceJSON(d.Reference)
+	}
 	return head
 }
 
@@ -126,6 +132,7 @@ func Table(w io.Writer, d Document) error {
 	}
 	WriteRanking(w, d.Ranking)
 	WriteVerdict(w, d.Verdict)
+	writeReference(w, d.Reference, d.Targets)
 	return nil
 }
 

@@ -70,6 +70,7 @@ func untestableNote(lines []analysis.VerdictLine) string {
 func Brief(w io.Writer, d Document) error {
 	header(w, d)
 	WriteVerdict(w, d.Verdict)
+	writeReference(w, d.Reference, d.Targets)
 	if l := IntervalLegend(d.Rows); l != "" {
 		fmt.Fprintln(w, l)
 	}

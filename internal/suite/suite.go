@@ -92,6 +92,8 @@ type Suite struct {
 	// back to one pair after them: a sample then shares the nodes with its own pods only, not
 	// with every target's at every level, and pod startup and memory are measured every round.
 	Pods string `json:"pods,omitempty"`
+	// Reference holds a published study's figures, which reports show beside the run's.
+	Reference *Reference `json:"reference,omitempty"`
 }
 
 // How long the run's pods live (Suite.Pods).

@@ -305,3 +305,30 @@ func TestParsePrecisionOff(t *testing.T) {
 		t.Errorf("precision: sometimes: %v", err)
 	}
 }
+
+// Every figure of a study must name a cell and metric of the suite.
+func TestReferenceFiguresNameTheSuitesCells(t *testing.T) {
+	base := `
+targets: [{name: a, local: {cluster: a}}, {name: b, local: {cluster: b, datapath: flannel-vxlan}}]
+paths: [cross-node]
+workloads: [{kind: tcp-stream, streams: 1}]
+`
+	ok := base + `reference: {study: "a study", figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.5},
+  {target: b, against: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.416}]}
+`
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Fatalf("a valid study: %v", err)
+	}
+	for bad, want := range map[string]string{
+		`reference: {study: s, figures: [{target: c, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`:             "reference.figures[0].target: \"c\"",
+		`reference: {study: s, figures: [{target: a, path: same-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`:              "reference.figures[0].path: \"same-node\"",
+		`reference: {study: s, figures: [{target: a, path: cross-node, workload: tcp-stream/4, metric: throughput_gbps, value: 1}]}`:             "reference.figures[0].workload: \"tcp-stream/4\"",
+		`reference: {study: s, figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: speed, value: 1}]}`:                       "reference.figures[0].metric: \"speed\"",
+		`reference: {study: s, figures: [{target: a, against: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`: "reference.figures[0].against",
+		`reference: {figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`:                       "reference.study",
+	} {
+		if _, err := Parse([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", bad, err, want)
+		}
+	}
+}

@@ -106,6 +106,7 @@ func (s Suite) Validate() error {
 		seen[n] = true
 	}
 	errs = append(errs, s.validateRuntimes()...)
+	errs = append(errs, s.validateReference()...)
 	if err := s.checkDensity(); err != nil {
 		errs = append(errs, err)
 	}

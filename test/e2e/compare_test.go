@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
@@ -23,7 +24,7 @@ import (
 func testInterleaved(ctx context.Context, t *testing.T, dps []string) {
 	dir := t.TempDir()
 	suiteFile := filepath.Join(dir, "suite.yaml")
-	if err := os.WriteFile(suiteFile, []byte(`
+	text := `
 paths: [cross-node]
 workloads:
   - {kind: tcp-stream, streams: 1}
@@ -31,7 +32,18 @@ workloads:
 repetitions: 2
 duration: 1s
 warmup: 1s
-`), 0o644); err != nil {
+`
+	// The first reference study's cross-node throughput, set beside this run's.
+	study := slices.Contains(dps, "flannel-vxlan") && slices.Contains(dps, "cilium-vxlan")
+	if study {
+		text += `reference:
+  study: "Flannel vs Cilium under Multus (journal paper)"
+  figures:
+    - {target: flannel-vxlan, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.48}
+    - {target: cilium-vxlan, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.53}
+`
+	}
+	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--datapaths", strings.Join(dps, ","),
@@ -50,10 +62,22 @@ warmup: 1s
 			Path, Workload, Metric string
 			Entries                []struct{ Target, Verdict string }
 		}
-		Rows []jsonRow
+		Rows      []jsonRow
+		Reference struct {
+			Rows []struct {
+				Target, Direction string
+				Study, Ours       float64
+				Measured          bool
+			}
+		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
 		t.Fatalf("json: %v\n%s", err, stdout)
+	}
+	if study {
+		if rows := doc.Reference.Rows; len(rows) != 2 || !rows[0].Measured || rows[0].Ours <= 0 || rows[1].Ours <= 0 || rows[0].Direction == "" {
+			t.Errorf("the study's figures beside the run's: %+v", doc.Reference)
+		}
 	}
 	if doc.Run.Status != "complete" || len(doc.Targets) != len(dps) {
 		t.Fatalf("status %q, %d targets", doc.Run.Status, len(doc.Targets))

@@ -1,0 +1,133 @@
+package analysis
+
+import (
+	"math"
+
+	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
+)
+
+// ReferenceTable sets a published study's figures beside a run's.
+type ReferenceTable struct {
+	Study string         `json:"study"`
+	Rows  []ReferenceRow `json:"rows"`
+}
+
+// ReferenceRow is one of the study's figures and the run's figure for the same cell.
+type ReferenceRow struct {
+	suite.ReferenceFigure
+	Unit string `json:"unit"`
+	// Measured says the run has samples of the cell (of both targets for a ratio figure).
+	Measured bool `json:"measured"`
+	// Ours is the run's figure with its 95 % interval: the cell's mean or, for a figure
+	// with Against, the ratio of the two targets' means (paired by round where it can be).
+	// N is the samples behind it (per target for a ratio).
+	Ours float64 `json:"ours"`
+	Low  float64 `json:"ciLow"`
+	High float64 `json:"ciHigh"`
+	N    int     `json:"n"`
+	// Ratio is the run's figure over the study's (NaN where the study's is 0).
+	Ratio float64 `json:"ratio"`
+	// Direction compares what the study and the run say of the two targets: which one is
+	// higher (a ratio figure, or an absolute figure whose partner, the other target's figure
+	// of the same cell, is also in the study). "agrees", "opposite", or "" with nothing to
+	// compare. Decided says the run's own comparison was significant.
+	Direction string `json:"direction,omitempty"`
+	Decided   bool   `json:"decided,omitempty"`
+}
+
+// Directions of ReferenceRow.
+const (
+	DirectionAgrees   = "agrees"
+	DirectionOpposite = "opposite"
+)
+
+// References sets each figure of the study beside the run's; nil without a study.
+func References(ref *suite.Reference, samples []store.Sample) *ReferenceTable {
+	if ref == nil {
+		return nil
+	}
+	type key struct {
+		target, path, workload, metric string
+		pairs                          int
+	}
+	values := map[key][]stats.Obs{}
+	for _, s := range samples {
+		if s.Warmup || s.Error != "" {
+			continue
+		}
+		for m, v := range s.Metrics {
+			k := key{s.Target, s.Path, s.Workload, m, s.Cell().Pairs}
+			values[k] = append(values[k], obs(s, v))
+		}
+	}
+	t := &ReferenceTable{Study: ref.Study}
+	for _, f := range ref.Figures {
+		spec, _ := catalog.Lookup(f.Metric)
+		row := ReferenceRow{ReferenceFigure: f, Unit: spec.Unit, Ours: math.NaN(), Low: math.NaN(), High: math.NaN(), Ratio: math.NaN()}
+		pairs := max(f.Pairs, 1)
+		mine := values[key{f.Target, f.Path, f.Workload, f.Metric, pairs}]
+		switch {
+		case f.Against != "":
+			row.Unit = "x"
+			row.referenceRatio(values[key{f.Against, f.Path, f.Workload, f.Metric, pairs}], mine)
+		case len(mine) > 0:
+			s := SummarizeMetric(f.Metric, stats.Values(mine))
+			row.Measured, row.Ours, row.Low, row.High, row.N = true, s.Mean, s.CILow, s.CIHigh, s.N
+			if p, ok := partner(ref.Figures, f); ok {
+				row.direction(p.Value, values[key{p.Target, f.Path, f.Workload, f.Metric, pairs}], mine)
+			}
+		}
+		if row.Measured && f.Value != 0 {
+			row.Ratio = row.Ours / f.Value
+		}
+		t.Rows = append(t.Rows, row)
+	}
+	return t
+}
+
+// partner is the study's figure of the other target for the same cell, when there is one.
+func partner(figures []suite.ReferenceFigure, f suite.ReferenceFigure) (suite.ReferenceFigure, bool) {
+	for _, p := range figures {
+		if p.Against == "" && p.Target != f.Target && p.Path == f.Path && p.Workload == f.Workload && p.Metric == f.Metric && max(p.Pairs, 1) == max(f.Pairs, 1) {
+			return p, true
+		}
+	}
+	return suite.ReferenceFigure{}, false
+}
+
+// referenceRatio fills a ratio figure: the run's ratio of the target's mean to against's, its
+// interval and direction, from the same comparison the verdict makes.
+func (r *ReferenceRow) referenceRatio(against, mine []stats.Obs) {
+	c, err := stats.CompareBlocked(against, mine, true, stats.PairAuto, stats.CompareOptions{Seed: 1})
+	if err != nil {
+		return
+	}
+	r.Measured, r.Ours, r.Low, r.High, r.N = true, c.Ratio, c.RatioLow, c.RatioHigh, min(len(against), len(mine))
+	r.Direction, r.Decided = agreement(r.Value > 1, r.Value < 1, c)
+}
+
+// direction compares the study's order of the figure and its partner's (theirs) with the
+// run's (the partner's samples against the figure's).
+func (r *ReferenceRow) direction(theirs float64, partner, mine []stats.Obs) {
+	c, err := stats.CompareBlocked(partner, mine, true, stats.PairAuto, stats.CompareOptions{Seed: 1})
+	if err != nil {
+		return
+	}
+	r.Direction, r.Decided = agreement(r.Value > theirs, r.Value < theirs, c)
+}
+
+// agreement says whether the run orders the two targets as the study did (higher: the study
+// found the figure's target higher, lower: lower; neither: a tie, nothing to compare).
+func agreement(higher, lower bool, c stats.Comparison) (string, bool) {
+	if !higher && !lower {
+		return "", false
+	}
+	decided := c.Verdict == stats.VerdictBetter || c.Verdict == stats.VerdictWorse
+	if (c.Ratio > 1) == higher {
+		return DirectionAgrees, decided
+	}
+	return DirectionOpposite, decided
+}
