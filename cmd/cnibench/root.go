@@ -11,6 +11,6 @@ func newRootCommand() *cobra.Command {
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
-	root.AddCommand(newRunCommand(), newResultsCommand(), newReportCommand(), newCompareCommand(), newClusterCommand(), newSetupCommand(), newRBACCommand(), newAgentCommand())
+	root.AddCommand(newRunCommand(), newResultsCommand(), newReportCommand(), newCompareCommand(), newClusterCommand(), newSetupCommand(), newRBACCommand(), newImageCommand(), newAgentCommand())
 	return root
 }

@@ -167,7 +167,8 @@ func Components() []Component {
 	all = append(all, gvisorComponents()...)
 	all = append(all, youkiComponents()...)
 	all = append(all, gatewayComponents()...)
-	return append(all, k6Components()...)
+	all = append(all, k6Components()...)
+	return append(all, registryComponents()...)
 }
 
 // Lookup returns the component with the given name; for Kubernetes, the

@@ -40,6 +40,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 		GatewayAPI: "kind-106",
 		Traefik:    "module-copy",
 		K6:         "go-install",
+		Registry:   "go-install",
 	}
 	for _, c := range Components() {
 		if w, ok := want[c.Name]; !ok || c.recipe.name != w {

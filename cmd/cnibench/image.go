@@ -1,0 +1,107 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/toolsimage"
+	"github.com/spf13/cobra"
+)
+
+// imageOptions are the flags of `cnibench image`.
+type imageOptions struct {
+	cacheDir string
+	push     toolsimage.PushOptions
+	layout   string // --oci-layout
+}
+
+func newImageCommand() *cobra.Command {
+	var o imageOptions
+	cmd := &cobra.Command{
+		Use:   "image",
+		Short: "Build the tools image a remote cluster's pods run, and push it to a registry (no Docker needed)",
+	}
+	push := &cobra.Command{
+		Use:   "push REGISTRY/REPOSITORY[:TAG]",
+		Short: "Build the tools image (as the local cluster's, with k6) and push it, printing its name by digest for run --image",
+		Long: `Builds the tools image the local cluster runs (a Debian root filesystem with iperf3, sockperf,
+stress-ng and sysbench, this cnibench binary, and k6 for the gateway split), the same content by
+the same code, and pushes it with the registry credentials docker and kubectl users already have
+(the docker config: $DOCKER_CONFIG or ~/.docker/config.json; docker login writes it). It prints the
+image's name by digest, which run --image takes. The image is built for this machine's
+architecture only: nodes of another cannot run it.`,
+		Example: `  cnibench image push registry.example.com/bench/cnibench-tools:v1
+  cnibench run --kubeconfig K --image registry.example.com/bench/cnibench-tools@sha256:...`,
+		Args: cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			o.push.Ref = args[0]
+			return o.runPush(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	pf := push.Flags()
+	pf.StringVar(&o.push.CAFile, "ca-file", "", "PEM certificates to trust besides the system's (a registry with a private CA)")
+	pf.BoolVar(&o.push.Insecure, "insecure", false, "allow a registry without TLS (plain HTTP)")
+	build := &cobra.Command{
+		Use:   "build --oci-layout DIR",
+		Short: "Build the tools image into an OCI image layout, for a registry this machine cannot reach",
+		Args:  cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			return o.runBuild(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr())
+		},
+	}
+	build.Flags().StringVar(&o.layout, "oci-layout", "", "directory of the OCI image layout (created, or added to) (required)")
+	_ = build.MarkFlagRequired("oci-layout")
+	for _, c := range []*cobra.Command{push, build} {
+		c.Flags().StringVar(&o.cacheDir, "cache-dir", binaries.DefaultDir(), "where built binaries and images are cached (env CNIBENCH_CACHE)")
+	}
+	cmd.AddCommand(push, build)
+	return cmd
+}
+
+// options is what both subcommands build the image with.
+func (o imageOptions) options(progress io.Writer) (toolsimage.Options, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return toolsimage.Options{}, fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+	}
+	return toolsimage.Options{Cache: binaries.Cache{Dir: o.cacheDir}, Self: self, Progress: progress}, nil
+}
+
+func (o imageOptions) runPush(ctx context.Context, out, progress io.Writer) error {
+	opts, err := o.options(progress)
+	if err != nil {
+		return err
+	}
+	img, built, err := toolsimage.Build(ctx, opts)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(progress, "pushing %s (%s only) to %s\n", built.Ref, toolsimage.Platform(), o.push.Ref)
+	o.push.Progress = progress
+	ref, err := toolsimage.Push(ctx, img, o.push)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, ref)
+	return err
+}
+
+func (o imageOptions) runBuild(ctx context.Context, out, progress io.Writer) error {
+	opts, err := o.options(progress)
+	if err != nil {
+		return err
+	}
+	img, built, err := toolsimage.Build(ctx, opts)
+	if err != nil {
+		return err
+	}
+	digest, err := toolsimage.WriteLayout(img, o.layout)
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintf(out, "%s (%s, %s only) in OCI layout %s\n", built.Ref, digest, toolsimage.Platform(), o.layout)
+	return err
+}

@@ -1,0 +1,181 @@
+// Package toolsimage gives users' clusters the tools image the local cluster runs: the same
+// content, built by the same code (the mmdebstrap root filesystem, the static cnibench binary,
+// k6), pushed to a registry with the user's registry credentials or written as an OCI layout
+// for an air-gapped one. No Docker is needed.
+package toolsimage
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"runtime"
+
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/images"
+	"github.com/google/go-containerregistry/pkg/authn"
+	"github.com/google/go-containerregistry/pkg/name"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
+	"github.com/google/go-containerregistry/pkg/v1/empty"
+	"github.com/google/go-containerregistry/pkg/v1/layout"
+	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/tarball"
+)
+
+// Options say where the image's parts come from and where progress goes.
+type Options struct {
+	// Cache builds k6 when it is missing; its Dir also holds the image archives.
+	Cache binaries.Cache
+	// Self is the static cnibench binary the image carries (the running one).
+	Self string
+	// Progress receives a line per slow step; nil discards them.
+	Progress io.Writer
+}
+
+// Build builds the tools image (or finds it cached) as the local cluster's, with k6 for the
+// gateway split, and returns it with its local name.
+func Build(ctx context.Context, o Options) (v1.Image, images.Image, error) {
+	k6, err := binaries.Lookup(binaries.K6)
+	if err != nil {
+		return nil, images.Image{}, err
+	}
+	if err := o.Cache.Ensure(ctx, o.progress(), k6); err != nil {
+		return nil, images.Image{}, fmt.Errorf("tools image: %w", err)
+	}
+	built, err := images.Builder{CacheDir: o.Cache.Dir, Progress: o.Progress}.Tools(ctx, o.Self, o.Cache.BinaryPath(k6, binaries.K6Binary))
+	if err != nil {
+		return nil, images.Image{}, err
+	}
+	tag, err := name.NewTag(built.Ref)
+	if err != nil {
+		return nil, images.Image{}, fmt.Errorf("tools image %s: %w", built.Ref, err)
+	}
+	img, err := tarball.ImageFromPath(built.Archive, &tag)
+	if err != nil {
+		return nil, images.Image{}, fmt.Errorf("read the tools image archive %s: %w", built.Archive, err)
+	}
+	return img, built, nil
+}
+
+func (o Options) progress() io.Writer {
+	if o.Progress == nil {
+		return io.Discard
+	}
+	return o.Progress
+}
+
+// PushOptions say where an image goes and how to reach the registry.
+type PushOptions struct {
+	// Ref is the image's name in the registry: REGISTRY/REPOSITORY[:TAG].
+	Ref string
+	// CAFile, when set, is a PEM bundle trusted besides the system's roots (a registry with
+	// a private CA).
+	CAFile string
+	// Insecure allows plain HTTP (a registry without TLS).
+	Insecure bool
+	// Keychain resolves the registry's credentials; nil: the docker config ($DOCKER_CONFIG or
+	// ~/.docker/config.json), as docker and kubectl users already have them.
+	Keychain authn.Keychain
+	// Progress receives the push's progress; nil discards it.
+	Progress io.Writer
+}
+
+// Push pushes img to the registry and returns its name by digest (REPOSITORY@sha256:...),
+// which `run --image` takes.
+func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
+	var nameOpts []name.Option
+	if o.Insecure {
+		nameOpts = append(nameOpts, name.Insecure)
+	}
+	ref, err := name.ParseReference(o.Ref, nameOpts...)
+	if err != nil {
+		return "", fmt.Errorf("image reference %q: %w", o.Ref, err)
+	}
+	transport, err := transportWith(o.CAFile)
+	if err != nil {
+		return "", err
+	}
+	keychain := o.Keychain
+	if keychain == nil {
+		keychain = authn.DefaultKeychain
+	}
+	updates := make(chan v1.Update, 16)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		reportProgress(o.Progress, updates)
+	}()
+	err = remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain),
+		remote.WithTransport(transport), remote.WithProgress(updates))
+	<-done
+	if err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	return ref.Context().Digest(digest.String()).String(), nil
+}
+
+// transportWith is the default transport, trusting caFile's certificates besides the
+// system's when it is set.
+func transportWith(caFile string) (http.RoundTripper, error) {
+	t := remote.DefaultTransport.(*http.Transport).Clone()
+	if caFile == "" {
+		return t, nil
+	}
+	pem, err := os.ReadFile(caFile)
+	if err != nil {
+		return nil, fmt.Errorf("CA file: %w", err)
+	}
+	pool, err := x509.SystemCertPool()
+	if err != nil {
+		pool = x509.NewCertPool()
+	}
+	if !pool.AppendCertsFromPEM(pem) {
+		return nil, fmt.Errorf("CA file %s: no PEM certificate in it", caFile)
+	}
+	t.TLSClientConfig = &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}
+	return t, nil
+}
+
+// reportProgress prints a line at every quarter of the bytes written, until updates closes.
+func reportProgress(w io.Writer, updates <-chan v1.Update) {
+	next := int64(25)
+	for u := range updates {
+		if w == nil || u.Total <= 0 || u.Error != nil {
+			continue
+		}
+		for pct := u.Complete * 100 / u.Total; pct >= next && next <= 100; next += 25 {
+			fmt.Fprintf(w, "pushed %d %% of %.1f MB\n", next, float64(u.Total)/1e6)
+		}
+	}
+}
+
+// WriteLayout writes img into an OCI image layout at dir (created, or added to), for a
+// registry the machine cannot reach: copy the directory over and push it from there (crane,
+// skopeo or oras read layouts). It returns the image's digest.
+func WriteLayout(img v1.Image, dir string) (string, error) {
+	p, err := layout.FromPath(dir)
+	if err != nil {
+		if p, err = layout.Write(dir, empty.Index); err != nil {
+			return "", fmt.Errorf("OCI layout %s: %w", dir, err)
+		}
+	}
+	if err := p.AppendImage(img); err != nil {
+		return "", fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	digest, err := img.Digest()
+	if err != nil {
+		return "", fmt.Errorf("OCI layout %s: %w", dir, err)
+	}
+	return digest.String(), nil
+}
+
+// Platform says which nodes can run the image: only those of the architecture it was built
+// on (the root filesystem and the binaries are this machine's).
+func Platform() string { return "linux/" + runtime.GOARCH }
