@@ -8,6 +8,7 @@ import (
 	"context"
 	"crypto/tls"
 	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -22,6 +23,7 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/empty"
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
+	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
 	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
@@ -94,7 +96,7 @@ func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("image reference %q: %w", o.Ref, err)
 	}
-	transport, err := transportWith(o.CAFile)
+	rt, err := transportWith(o.CAFile)
 	if err != nil {
 		return "", err
 	}
@@ -103,16 +105,22 @@ func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
 		keychain = authn.DefaultKeychain
 	}
 	updates := make(chan v1.Update, 16)
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		reportProgress(o.Progress, updates)
-	}()
+	total := make(chan int64, 1)
+	go func() { total <- reportProgress(o.Progress, updates) }()
 	err = remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain),
-		remote.WithTransport(transport), remote.WithProgress(updates))
-	<-done
+		remote.WithTransport(rt), remote.WithProgress(updates))
+	size := <-total
+	var terr *transport.Error
+	if errors.As(err, &terr) && (terr.StatusCode == http.StatusUnauthorized || terr.StatusCode == http.StatusForbidden) {
+		return "", fmt.Errorf("push %s: the registry %s refused the credentials (%d %s): docker login %s writes them to the docker config ($DOCKER_CONFIG or ~/.docker/config.json): %w",
+			ref, ref.Context().RegistryStr(), terr.StatusCode, http.StatusText(terr.StatusCode), ref.Context().RegistryStr(), err)
+	}
 	if err != nil {
 		return "", fmt.Errorf("push %s: %w", ref, err)
+	}
+	if o.Progress != nil {
+		// The last update may come before the last bytes are confirmed: done is said here.
+		fmt.Fprintf(o.Progress, "pushed 100 %% of %.1f MB\n", float64(size)/1e6)
 	}
 	digest, err := img.Digest()
 	if err != nil {
@@ -143,17 +151,20 @@ func transportWith(caFile string) (http.RoundTripper, error) {
 	return t, nil
 }
 
-// reportProgress prints a line at every quarter of the bytes written, until updates closes.
-func reportProgress(w io.Writer, updates <-chan v1.Update) {
+// reportProgress prints a line at each of the first three quarters of the bytes written,
+// until updates closes, and returns the total it was told of.
+func reportProgress(w io.Writer, updates <-chan v1.Update) (total int64) {
 	next := int64(25)
 	for u := range updates {
-		if w == nil || u.Total <= 0 || u.Error != nil {
+		if u.Total <= 0 || u.Error != nil {
 			continue
 		}
-		for pct := u.Complete * 100 / u.Total; pct >= next && next <= 100; next += 25 {
+		total = u.Total
+		for pct := u.Complete * 100 / u.Total; w != nil && pct >= next && next < 100; next += 25 {
 			fmt.Fprintf(w, "pushed %d %% of %.1f MB\n", next, float64(u.Total)/1e6)
 		}
 	}
+	return total
 }
 
 // WriteLayout writes img into an OCI image layout at dir (created, or added to), for a
