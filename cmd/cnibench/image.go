@@ -7,7 +7,9 @@ import (
 	"os"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/images"
 	"github.com/cnibench/cnibench/internal/toolsimage"
+	v1 "github.com/google/go-containerregistry/pkg/v1"
 	"github.com/spf13/cobra"
 )
 
@@ -61,21 +63,17 @@ architecture only: nodes of another cannot run it.`,
 	return cmd
 }
 
-// options is what both subcommands build the image with.
-func (o imageOptions) options(progress io.Writer) (toolsimage.Options, error) {
+// build builds the tools image as both subcommands ship it.
+func (o imageOptions) build(ctx context.Context, progress io.Writer) (v1.Image, images.Image, error) {
 	self, err := os.Executable()
 	if err != nil {
-		return toolsimage.Options{}, fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+		return nil, images.Image{}, fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
 	}
-	return toolsimage.Options{Cache: binaries.Cache{Dir: o.cacheDir}, Self: self, Progress: progress}, nil
+	return toolsimage.Build(ctx, toolsimage.Options{Cache: binaries.Cache{Dir: o.cacheDir}, Self: self, Progress: progress})
 }
 
 func (o imageOptions) runPush(ctx context.Context, out, progress io.Writer) error {
-	opts, err := o.options(progress)
-	if err != nil {
-		return err
-	}
-	img, built, err := toolsimage.Build(ctx, opts)
+	img, built, err := o.build(ctx, progress)
 	if err != nil {
 		return err
 	}
@@ -90,11 +88,7 @@ func (o imageOptions) runPush(ctx context.Context, out, progress io.Writer) erro
 }
 
 func (o imageOptions) runBuild(ctx context.Context, out, progress io.Writer) error {
-	opts, err := o.options(progress)
-	if err != nil {
-		return err
-	}
-	img, built, err := toolsimage.Build(ctx, opts)
+	img, built, err := o.build(ctx, progress)
 	if err != nil {
 		return err
 	}

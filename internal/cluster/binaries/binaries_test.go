@@ -67,6 +67,7 @@ func TestComponentsTable(t *testing.T) {
 		GatewayAPI: {"gateway-api-crds.yaml"},
 		Traefik:    {"traefik"},
 		K6:         {"k6"},
+		Registry:   {"registry"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -84,7 +85,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 32 + 6*len(lab.KubernetesVersions()); len(seen) != want {
+	if want := 33 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {
