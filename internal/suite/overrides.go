@@ -121,6 +121,11 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Pods != "" {
 		s.Pods = o.Pods
 	}
+	// A study's figures follow what the flags kept of the suite: a figure of a target or path
+	// the flags replaced has nothing to stand beside.
+	if o.Kubeconfig != "" || o.Context != "" || len(o.Datapaths) > 0 || len(o.Paths) > 0 {
+		s.Reference = s.Reference.within(s)
+	}
 	s.fillDefaults()
 	if err := s.Validate(); err != nil {
 		return Suite{}, flagNames(err)

@@ -79,3 +79,25 @@ func (s Suite) validateReference() []error {
 	}
 	return errs
 }
+
+// within keeps the figures whose target and path the suite has; nil when none is left.
+func (r *Reference) within(s Suite) *Reference {
+	if r == nil {
+		return nil
+	}
+	var targets []string
+	for _, t := range s.Targets {
+		targets = append(targets, t.Name)
+	}
+	kept := *r
+	kept.Figures = nil
+	for _, f := range r.Figures {
+		if slices.Contains(targets, f.Target) && (f.Against == "" || slices.Contains(targets, f.Against)) && slices.Contains(s.Paths, f.Path) {
+			kept.Figures = append(kept.Figures, f)
+		}
+	}
+	if len(kept.Figures) == 0 {
+		return nil
+	}
+	return &kept
+}

@@ -332,3 +332,23 @@ workloads: [{kind: tcp-stream, streams: 1}]
 		}
 	}
 }
+
+// Flags that replace a study suite's targets or paths keep the figures that still have a cell.
+func TestReferenceFollowsTheFlags(t *testing.T) {
+	s, err := Resolve("../../examples/flannel-vs-cilium.yaml", Overrides{Datapaths: []string{"bridge", "cilium-vxlan"}})
+	if err != nil || s.Reference != nil {
+		t.Errorf("--datapaths replacing both targets: %v, reference %+v", err, s.Reference)
+	}
+	s, err = Resolve("../../examples/flannel-vs-cilium.yaml", Overrides{Paths: []string{CrossNode}})
+	if err != nil || s.Reference == nil || len(s.Reference.Figures) != 6 {
+		t.Fatalf("--paths cross-node: %v, reference %+v", err, s.Reference)
+	}
+	for _, f := range s.Reference.Figures {
+		if f.Path != CrossNode {
+			t.Errorf("figure of path %s kept", f.Path)
+		}
+	}
+	if _, err := Parse([]byte("targets: [{name: a}]\nreference: {study: s, figures: [{target: b, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}\n")); err == nil {
+		t.Error("a suite file naming a target it does not have must still be refused")
+	}
+}
