@@ -72,12 +72,15 @@ func References(ref *suite.Reference, samples []store.Sample) *ReferenceTable {
 		switch {
 		case f.Against != "":
 			row.Unit = "x"
-			row.referenceRatio(values[key{f.Against, f.Path, f.Workload, f.Metric, pairs}], mine)
+			against := values[key{f.Against, f.Path, f.Workload, f.Metric, pairs}]
+			if c, ok := row.compareWith(against, mine, f.Value > 1, f.Value < 1); ok {
+				row.Measured, row.Ours, row.Low, row.High, row.N = true, c.Ratio, c.RatioLow, c.RatioHigh, min(len(against), len(mine))
+			}
 		case len(mine) > 0:
 			s := SummarizeMetric(f.Metric, stats.Values(mine))
 			row.Measured, row.Ours, row.Low, row.High, row.N = true, s.Mean, s.CILow, s.CIHigh, s.N
 			if p, ok := partner(ref.Figures, f); ok {
-				row.direction(p.Value, values[key{p.Target, f.Path, f.Workload, f.Metric, pairs}], mine)
+				row.compareWith(values[key{p.Target, f.Path, f.Workload, f.Metric, pairs}], mine, f.Value > p.Value, f.Value < p.Value)
 			}
 		}
 		if row.Measured && f.Value != 0 {
@@ -98,25 +101,16 @@ func partner(figures []suite.ReferenceFigure, f suite.ReferenceFigure) (suite.Re
 	return suite.ReferenceFigure{}, false
 }
 
-// referenceRatio fills a ratio figure: the run's ratio of the target's mean to against's, its
-// interval and direction, from the same comparison the verdict makes.
-func (r *ReferenceRow) referenceRatio(against, mine []stats.Obs) {
-	c, err := stats.CompareBlocked(against, mine, true, stats.PairAuto, stats.CompareOptions{Seed: 1})
+// compareWith compares the figure's samples (mine) with base's as the verdict does, and sets
+// whether the run orders the two as the study did (studyHigher: the study found the figure's
+// target higher; studyLower: lower); ok is false when there is no comparison to make.
+func (r *ReferenceRow) compareWith(base, mine []stats.Obs, studyHigher, studyLower bool) (stats.Comparison, bool) {
+	c, err := stats.CompareBlocked(base, mine, true, stats.PairAuto, stats.CompareOptions{Seed: 1})
 	if err != nil {
-		return
+		return c, false
 	}
-	r.Measured, r.Ours, r.Low, r.High, r.N = true, c.Ratio, c.RatioLow, c.RatioHigh, min(len(against), len(mine))
-	r.Direction, r.Decided = agreement(r.Value > 1, r.Value < 1, c)
-}
-
-// direction compares the study's order of the figure and its partner's (theirs) with the
-// run's (the partner's samples against the figure's).
-func (r *ReferenceRow) direction(theirs float64, partner, mine []stats.Obs) {
-	c, err := stats.CompareBlocked(partner, mine, true, stats.PairAuto, stats.CompareOptions{Seed: 1})
-	if err != nil {
-		return
-	}
-	r.Direction, r.Decided = agreement(r.Value > theirs, r.Value < theirs, c)
+	r.Direction, r.Decided = agreement(studyHigher, studyLower, c)
+	return c, true
 }
 
 // agreement says whether the run orders the two targets as the study did (higher: the study

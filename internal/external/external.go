@@ -22,6 +22,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -95,7 +96,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", o.Listen, err)
 	}
-	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort, max: o.MaxServers, seen: time.Now()}
+	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort, max: o.MaxServers}
+	m.touch()
 	defer m.stopAll()
 	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: 10 * time.Second}
 	fmt.Fprintf(o.Log, "external agent listening on %s (servers stop after %s without a request)\n", ln.Addr(), o.IdleTimeout)
@@ -148,11 +150,7 @@ func (m *serverSet) routes(token string) http.Handler {
 }
 
 // touch records a request with the token: the run is alive.
-func (m *serverSet) touch() {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	m.seen = time.Now()
-}
+func (m *serverSet) touch() { m.seen.Store(time.Now().UnixNano()) }
 
 // expire stops every server once no request came for idle, until ctx ends.
 func (m *serverSet) expire(ctx context.Context, idle time.Duration) {
@@ -164,8 +162,9 @@ func (m *serverSet) expire(ctx context.Context, idle time.Duration) {
 			return
 		case <-tick.C:
 		}
+		quiet := time.Since(time.Unix(0, m.seen.Load()))
 		m.mu.Lock()
-		n, quiet := len(m.byPort), time.Since(m.seen)
+		n := len(m.byPort)
 		m.mu.Unlock()
 		if n > 0 && quiet > idle {
 			fmt.Fprintf(m.log, "no request for %s: stopping %d servers\n", quiet.Round(time.Second), n)
@@ -180,9 +179,11 @@ type serverSet struct {
 	log    io.Writer
 	mu     sync.Mutex
 	byPort map[int]*child
-	next   int       // where freePort looks first
-	max    int       // servers alive at once
-	seen   time.Time // the last request with the token
+	next   int // where freePort looks first
+	max    int // servers alive at once
+	// seen is the last request with the token (Unix nanoseconds); apart from mu, which a
+	// request starting servers holds for seconds.
+	seen atomic.Int64
 }
 
 // child is one running server.

@@ -5,6 +5,7 @@ import (
 	"io"
 	"math"
 	"strings"
+	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/mdtext"
@@ -83,23 +84,12 @@ func writeReference(w io.Writer, t *analysis.ReferenceTable, targets []store.Tar
 		return
 	}
 	fmt.Fprintf(w, "\nbeside the study: %s\nthis run: %s\n", t.Study, setupLine(targets))
-	rows := [][]string{referenceHeader()}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "  %s\n", strings.Join(referenceHeader(), "\t"))
 	for _, r := range t.Rows {
-		rows = append(rows, referenceCells(r))
+		fmt.Fprintf(tw, "  %s\n", strings.Join(referenceCells(r), "\t"))
 	}
-	widths := make([]int, len(referenceHeader()))
-	for _, r := range rows {
-		for i, c := range r {
-			widths[i] = max(widths[i], len([]rune(c)))
-		}
-	}
-	for _, r := range rows {
-		var b strings.Builder
-		for i, c := range r {
-			b.WriteString(c + strings.Repeat(" ", widths[i]-len([]rune(c))+2))
-		}
-		fmt.Fprintln(w, "  "+strings.TrimRight(b.String(), " "))
-	}
+	_ = tw.Flush()
 }
 
 // writeReferenceMarkdown is writeReference as a Markdown section.
@@ -108,15 +98,11 @@ func writeReferenceMarkdown(w io.Writer, t *analysis.ReferenceTable, targets []s
 		return
 	}
 	fmt.Fprintf(w, "## Beside the study\n\n%s  \nThis run: %s\n\n", mdtext.Escape(t.Study), mdtext.Escape(setupLine(targets)))
-	fmt.Fprintf(w, "| %s |\n|%s\n", strings.Join(referenceHeader(), " | "), strings.Repeat(" --- |", len(referenceHeader())))
-	for _, r := range t.Rows {
-		cells := referenceCells(r)
-		for i := range cells {
-			cells[i] = mdtext.Escape(cells[i])
+	mdTable(w, referenceHeader(), func(add func(...string)) {
+		for _, r := range t.Rows {
+			add(referenceCells(r)...)
 		}
-		fmt.Fprintf(w, "| %s |\n", strings.Join(cells, " | "))
-	}
-	fmt.Fprintln(w)
+	})
 }
 
 // referenceJSON drops the NaN figures JSON cannot carry.
