@@ -28,6 +28,17 @@ STATICCHECK_VERSION=v0.8.2
 
 log() { printf '[%s] %s\n' "$(date '+%H:%M:%S')" "$*"; }
 
+# gotest ARGS... runs go test, and when it fails repeats each failed test's last lines at the
+# end (scripts/failed-tests.awk): CI keeps only the tail of a log tens of thousands of lines long.
+gotest() {
+	local out rc=0
+	out=$(mktemp)
+	go test "$@" 2>&1 | tee "$out" || rc=$?
+	((rc == 0)) || awk -f scripts/failed-tests.awk "$out"
+	rm -f "$out"
+	return "$rc"
+}
+
 # phase NAME starts timing a phase (ending the previous one); the table prints on exit, so a
 # failed run still says where its time went.
 PHASES=() PHASE="" PHASE_START=0 RUN_START=$SECONDS
@@ -82,13 +93,13 @@ fi
 # Packages run one at a time (-p 1): the root tests snapshot the whole host and would see
 # each other's namespaces and cgroups if they overlapped.
 phase "unit and root tests"
-go test -p 1 -count=1 ./...
+gotest -p 1 -count=1 ./...
 if ((QUICK)); then
 	exit 0
 fi
 
 phase "end-to-end tests on real local clusters"
-go test -p 1 -count=1 -timeout 70m -tags e2e -v ./test/e2e/
+gotest -p 1 -count=1 -timeout 70m -tags e2e -v ./test/e2e/
 
 # The cgroup v2 host proof: this machine is hybrid, so a VM with cgroup_no_v1=all runs the local
 # cluster's lifecycle and a short run (software emulation: 8 to 10 minutes). It runs alone:

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 
@@ -18,7 +19,7 @@ var version = "dev"
 
 func newRunCommand() *cobra.Command {
 	o := bench.Options{}
-	var paths, nodes, datapaths, policies, pairs, failOn, tolerance, precision string
+	var paths, nodes, datapaths, policies, pairs, failOn, tolerance, precision, warmup, margin string
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -38,16 +39,8 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 					return err
 				}
 			}
-			switch precision {
-			case "":
-			case "off":
-				o.Overrides.Precision = -1
-			default:
-				v, err := suite.ParseFraction(precision)
-				if err != nil || v <= 0 || v >= 1 {
-					return fmt.Errorf("--precision %q: expected a percentage above 0%% and below 100%%, e.g. 5%%, or off", precision)
-				}
-				o.Overrides.Precision = v
+			if err := errors.Join(o.Overrides.SetWarmup(warmup), o.Overrides.SetPrecision(precision), o.Overrides.SetMargin(margin)); err != nil {
+				return err
 			}
 			if datapaths != "" {
 				o.Overrides.Datapaths = strings.Split(datapaths, ",")
@@ -106,9 +99,10 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")
 	f.IntVar(&o.Overrides.Repetitions, "repetitions", 0, "measured rounds (default from the suite: 5)")
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
-	f.DurationVar(&o.Overrides.Warmup, "warmup", 0, "duration of each warm-up sample (default 2s)")
+	f.StringVar(&warmup, "warmup", "", "duration of each warm-up sample, or off: no warm-up round (default 2s)")
 	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
 	f.StringVar(&precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget); off: exactly --repetitions rounds (default suite: 5%)")
+	f.StringVar(&margin, "margin", "", "with --precision: a comparison also needs rounds until it is different (p < 0.001) or its ratio's 95 % CI lies within this margin, e.g. 2% (default 2%)")
 	f.DurationVar(&o.Overrides.Budget, "budget", 0, "with --precision: the run's time budget, setup included (default 10m)")
 	f.StringVar(&o.Overrides.Pods, "pods", "", "how long the pods live: run (each target's pods for its largest pairs level, deployed once) or round (a pairs level's pods only for its samples, every round; pod startup and memory then per round) (default run)")
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")

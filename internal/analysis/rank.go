@@ -32,6 +32,10 @@ type Ranked struct {
 	// NA and NB are the samples of the reference and of this target behind the comparison.
 	NA int `json:"nReference,omitempty"`
 	NB int `json:"n,omitempty"`
+	// RatioLow and RatioHigh bound the 95 % interval of this entry's mean over the
+	// reference's (stats.Comparison), unadjusted; NaN where no comparison was made.
+	RatioLow  float64 `json:"-"`
+	RatioHigh float64 `json:"-"`
 }
 
 // Verdicts of a ranked entry besides "best", "better", "worse" and "reference".
@@ -148,7 +152,7 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 	made := 0
 	for i := range entries {
 		e := &entries[i]
-		raw[i] = math.NaN()
+		raw[i], e.RatioLow, e.RatioHigh = math.NaN(), math.NaN(), math.NaN()
 		if e.Target == against {
 			e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, math.NaN()
 			continue
@@ -162,7 +166,7 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 		if err != nil {
 			continue
 		}
-		e.Paired, e.MDE = cmp.Paired, cmp.MDE
+		e.Paired, e.MDE, e.RatioLow, e.RatioHigh = cmp.Paired, cmp.MDE, cmp.RatioLow, cmp.RatioHigh
 		cmps[i], raw[i] = cmp, cmp.PValue
 		made++
 	}

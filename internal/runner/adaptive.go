@@ -33,6 +33,11 @@ type Miss struct {
 	// Untestable says the figure's comparison in the verdict cannot reach significance at
 	// its samples, however precise they are.
 	Untestable bool
+	// Undecided says the figure's comparison with Against is neither different at DecisiveP
+	// nor within the suite's margin: its ratio Ratio, 95 % interval [RatioLow, RatioHigh].
+	Undecided                  bool
+	Against                    string
+	Ratio, RatioLow, RatioHigh float64
 	// Confirming marks a group that met the target on fewer than confirmRounds checks in a
 	// row: not a miss to report, a round to make.
 	Confirming bool
@@ -47,9 +52,9 @@ const confirmRounds = 2
 // untestableMisses lists the cells whose comparison in the verdict is untestable at their
 // samples (3 rounds against 3 cannot reach p < 0.05): no cell stops below the n its
 // comparison needs. A line comparing one target's paths names the path in Path.
-func untestableMisses(samples []store.Sample) []Miss {
+func untestableMisses(lines []analysis.VerdictLine) []Miss {
 	var out []Miss
-	for _, l := range analysis.Verdict(samples) {
+	for _, l := range lines {
 		// Setup figures come with the rounds of the measured cells; no round adds them alone.
 		if l.Path == SetupPath || !slices.ContainsFunc(l.Entries, func(e analysis.Ranked) bool { return e.Verdict == analysis.Untestable }) {
 			continue
@@ -135,14 +140,12 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	s := r.opts.Suite
 	target, budget := float64(s.Precision), s.Budget.Duration
 	round := s.Repetitions
-	held := map[group]int{} // consecutive checks each group met the target on
+	st := stopState{held: map[group]int{}}
 	for {
-		misses, cells := Precision(res.Samples, target)
-		misses = append(misses, untestableMisses(res.Samples)...)
-		misses = unconfirmed(misses, res.Samples, held)
+		misses, cells := st.check(res.Samples, target, float64(s.Margin))
 		if len(misses) == 0 {
-			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison testable",
-				cells, target*100, round, confirmRounds)
+			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison decided (different at p < %g or within ±%.3g %%)",
+				cells, target*100, round, confirmRounds, DecisiveP, float64(s.Margin)*100)
 			return nil
 		}
 		steps := extraRound(s, misses, round+1, r.seq)
@@ -156,13 +159,29 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 			return nil
 		}
 		round++
-		r.progress("precision: %d of %d headline figures above ±%.3g %% or not yet confirmed: round %d over %d samples", counted(misses), cells, target*100, round, len(steps))
+		r.progress("precision: %d of %d headline figures above ±%.3g %%, undecided or not yet confirmed: round %d over %d samples", counted(misses), cells, target*100, round, len(steps))
 		// Reserved before the round, whose setup samples (pods per round) number after them.
 		r.seq += len(steps)
 		if err := r.loop(ctx, steps, byName, res); err != nil {
 			return err
 		}
 	}
+}
+
+// stopState is what the precision loop keeps between its checks.
+type stopState struct {
+	held map[group]int // consecutive checks each group met the target on
+}
+
+// check is the precision loop's test after a round: the figures wider than target, the
+// comparisons untestable or undecided at margin, and the groups that met all of it on fewer
+// than confirmRounds checks in a row. No miss: stop.
+func (st stopState) check(samples []store.Sample, target, margin float64) (misses []Miss, cells int) {
+	misses, cells = Precision(samples, target)
+	lines := analysis.Verdict(samples)
+	misses = append(misses, untestableMisses(lines)...)
+	misses = append(misses, undecidedMisses(lines, margin)...)
+	return unconfirmed(misses, samples, st.held), cells
 }
 
 // unconfirmed counts, for every measured group, the consecutive checks it met the target on,
@@ -222,7 +241,7 @@ func counted(misses []Miss) int {
 
 // reportMisses says which figures the run could not make precise enough, and why it stopped.
 func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int, why string) {
-	r.progress("precision: %d of %d headline figures still above ±%.3g %% or untestable after %d rounds: %s", counted(misses), cells, target*100, rounds, why)
+	r.progress("precision: %d of %d headline figures still above ±%.3g %%, untestable or undecided after %d rounds: %s", counted(misses), cells, target*100, rounds, why)
 	for _, m := range misses {
 		reached := "no interval"
 		switch {
@@ -230,6 +249,8 @@ func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int,
 			continue
 		case m.Untestable:
 			reached = "its comparison untestable at these samples"
+		case m.Undecided:
+			reached = fmt.Sprintf("against %s x%.3g [%.3g, %.3g]: neither different at p < %g nor within the margin", m.Against, m.Ratio, m.RatioLow, m.RatioHigh, DecisiveP)
 		case !math.IsNaN(m.RelCI):
 			reached = fmt.Sprintf("±%.3g %%", m.RelCI*100)
 		}

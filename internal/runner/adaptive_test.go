@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -99,12 +100,12 @@ func TestPrecisionWaitsForTestableAndConfirmed(t *testing.T) {
 	if misses, _ := Precision(samples, 0.05); len(misses) != 0 {
 		t.Fatalf("precise figures missed: %+v", misses)
 	}
-	um := untestableMisses(samples)
+	um := untestableMisses(analysis.Verdict(samples))
 	if len(um) != 2 || !um[0].Untestable || um[0].Target != "" {
 		t.Fatalf("3 v 3: untestable misses %+v, want both paths of the comparison", um)
 	}
 	add(1)
-	if um := untestableMisses(samples); len(um) != 0 {
+	if um := untestableMisses(analysis.Verdict(samples)); len(um) != 0 {
 		t.Fatalf("4 v 4: untestable misses %+v, want none", um)
 	}
 	held := map[group]int{}
@@ -129,7 +130,7 @@ func TestUntestableSetupFiguresAreNotMisses(t *testing.T) {
 			samples = append(samples, sample(tg, SetupPath, "pod-startup", "pod_ready_p50_ms", 300+float64(i)+map[string]float64{"a": 0, "b": 50}[tg]))
 		}
 	}
-	if um := untestableMisses(samples); len(um) != 0 {
+	if um := untestableMisses(analysis.Verdict(samples)); len(um) != 0 {
 		t.Errorf("setup figures became misses: %+v", um)
 	}
 }
@@ -148,5 +149,42 @@ func TestCountedOncePerFigure(t *testing.T) {
 	}
 	if got := counted(misses); got != 4 {
 		t.Errorf("counted %d figures, want 4 (a and b cross-node, same-node, host-network)", got)
+	}
+}
+
+// A comparison is decided when its targets differ beyond doubt or lie within the margin of
+// each other; in between it is a miss that names its reference and its interval.
+func TestUndecidedComparisons(t *testing.T) {
+	build := func(b []float64) []store.Sample {
+		var out []store.Sample
+		for i, v := range b {
+			for tg, x := range map[string]float64{"a": 10, "b": v} {
+				s := sample(tg, suite.CrossNode, "tcp-stream/1", "throughput_gbps", x*(1+0.001*float64(i)))
+				s.Round = i + 1
+				out = append(out, s)
+			}
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name      string
+		b         []float64
+		undecided bool
+	}{
+		{"a 30 % difference", []float64{13, 13.1, 12.9, 13, 13.05, 12.95}, false},
+		{"the same within 0.5 %", []float64{10, 10.02, 9.98, 10.01, 9.99, 10}, false},
+		{"a few per cent either way", []float64{10.4, 9.6, 10.5, 9.5, 10.3, 9.8}, true},
+	} {
+		um := undecidedMisses(analysis.Verdict(build(c.b)), suite.DefaultMargin)
+		if got := len(um) > 0; got != c.undecided {
+			t.Errorf("%s: undecided %v (%+v), want %v", c.name, got, um, c.undecided)
+			continue
+		}
+		if c.undecided && (!um[0].Undecided || um[0].Against == "" || !(um[0].RatioLow < 1 && 1 < um[0].RatioHigh)) {
+			t.Errorf("%s: the miss %+v does not say what it is undecided against", c.name, um[0])
+		}
+	}
+	if um := undecidedMisses(analysis.Verdict(build([]float64{10.4, 9.6, 10.5, 9.5, 10.3, 9.8})), 0); um != nil {
+		t.Errorf("no margin: %+v, want the rule off", um)
 	}
 }

@@ -28,13 +28,17 @@ type Step struct {
 // Warmup reports whether the step's sample is discarded from summaries.
 func (s Step) Warmup() bool { return s.Round == 0 }
 
-// Schedule lays out the run: a warm-up round, then Repetitions rounds, each visiting every
-// cell of the matrix once in an order shuffled afresh from seed.
+// Schedule lays out the run: a warm-up round (unless the suite turns it off), then Repetitions
+// rounds, each visiting every cell of the matrix once in an order shuffled afresh from seed.
 func Schedule(s suite.Suite, seed int64) []Step {
 	cells := s.Expand().Matrix()
 	rng := rand.New(rand.NewPCG(uint64(seed), uint64(seed)^0x9e3779b97f4a7c15))
 	var steps []Step
-	for round := 0; round <= s.Repetitions; round++ {
+	first := 0
+	if s.Warmup.Off {
+		first = 1
+	}
+	for round := first; round <= s.Repetitions; round++ {
 		d := s.Duration.Duration
 		if round == 0 {
 			d = s.Warmup.Duration

@@ -16,6 +16,22 @@ import (
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
+// With the warm-up off the schedule starts at round 1: no sample is discarded.
+func TestScheduleWithoutWarmup(t *testing.T) {
+	s := suite.Default()
+	s.Repetitions = 2
+	s.Warmup = suite.Warmup{Off: true}
+	steps := Schedule(s, 7)
+	if cells := len(s.Matrix()); len(steps) != 2*cells {
+		t.Fatalf("%d steps, want %d: two rounds, no warm-up", len(steps), 2*cells)
+	}
+	for _, st := range steps {
+		if st.Warmup() || st.Duration != s.Duration.Duration {
+			t.Fatalf("step %d: round %d, %s: a warm-up sample in a run without one", st.Seq, st.Round, st.Duration)
+		}
+	}
+}
+
 func TestScheduleInterleavesEveryRound(t *testing.T) {
 	s := suite.Default()
 	s.Repetitions = 6

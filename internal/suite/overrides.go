@@ -23,9 +23,11 @@ type Overrides struct {
 	CRIs                []string      // one local cluster per CRI, measured side by side
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
+	NoWarmup            bool          // no warm-up round
 	Seed                int64
 	Precision           float64       // 0 keeps the suite's; negative turns it off
 	Budget              time.Duration // 0 keeps the suite's
+	Margin              float64       // 0 keeps the suite's
 	Pods                string        // empty keeps the suite's
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
@@ -103,8 +105,11 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Duration != 0 {
 		s.Duration = Duration{o.Duration}
 	}
-	if o.Warmup != 0 {
-		s.Warmup = Duration{o.Warmup}
+	switch {
+	case o.NoWarmup:
+		s.Warmup = Warmup{Off: true}
+	case o.Warmup != 0:
+		s.Warmup = Warmup{Duration: o.Warmup}
 	}
 	if o.Seed != 0 {
 		s.Seed = o.Seed
@@ -112,8 +117,11 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Precision != 0 {
 		s.Precision = Fraction(max(o.Precision, 0))
 		if o.Precision < 0 {
-			s.Budget = Duration{}
+			s.Budget, s.Margin = Duration{}, 0
 		}
+	}
+	if o.Margin != 0 {
+		s.Margin = Fraction(o.Margin)
 	}
 	if o.Budget != 0 {
 		s.Budget = Duration{o.Budget}
@@ -136,7 +144,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 // flagNames adds the flag spelling to suite field names, since a user may have set them either way.
 func flagNames(err error) error {
 	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "pods:": "--pods"} {
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "margin:": "--margin", "pods:": "--pods"} {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}

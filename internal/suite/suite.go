@@ -70,15 +70,20 @@ type Suite struct {
 	// cluster (each pod names its RuntimeClass). Empty: the cluster's default handler.
 	Runtimes    []string `json:"runtimes,omitempty"`
 	Repetitions int      `json:"repetitions"`
-	// Duration of each measured sample, and of each warm-up sample (discarded).
+	// Duration of each measured sample, and of each warm-up sample (discarded), or off for
+	// no warm-up round.
 	Duration Duration `json:"duration"`
-	Warmup   Duration `json:"warmup"`
+	Warmup   Warmup   `json:"warmup"`
 	// Seed fixes the shuffled order of every round; 0 picks one, which is stored with the run.
 	Seed int64 `json:"seed,omitempty"`
 	// Precision, when set, makes Repetitions a minimum: the run then adds interleaved rounds
 	// while the headline figure of some workload has a 95 % CI half-width above this fraction
 	// of its mean (written "5%"), until Budget runs out.
 	Precision Fraction `json:"precision,omitempty"`
+	// Margin is the equivalence margin of a run with Precision: a group also gets rounds while
+	// a comparison its verdict prints is undecided, neither different at a strict level nor
+	// with its ratio's 95 % interval inside ±Margin (written "2%"); default DefaultMargin.
+	Margin Fraction `json:"margin,omitempty"`
 	// Budget bounds the wall time of a run with Precision, setup included; default
 	// DefaultBudget.
 	Budget Duration `json:"budget,omitzero"`
@@ -110,6 +115,11 @@ func (s Suite) AwakeRR() bool { return s.KeepAwake == nil || *s.KeepAwake }
 
 // DefaultBudget is the time budget of a run with a precision target and no budget of its own.
 const DefaultBudget = 10 * time.Minute
+
+// DefaultMargin is the equivalence margin of a run with a precision target and no margin of
+// its own: two configurations within ±2 % of each other are the same for a platform team's
+// choice, and a run need not pay rounds to tell them apart.
+const DefaultMargin = 0.02
 
 // Fraction is a share written as a percentage ("5%") or a fraction (0.05) in YAML.
 type Fraction float64
@@ -243,6 +253,35 @@ func (d *Duration) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
+// Warmup is the duration of each warm-up sample, or Off: no warm-up round, the first round's
+// samples counted (a run that checks plumbing, or a tool that needs no warm-up).
+type Warmup struct {
+	time.Duration
+	Off bool
+}
+
+// MarshalJSON writes the duration as a string, or off.
+func (w Warmup) MarshalJSON() ([]byte, error) {
+	if w.Off {
+		return []byte(`"off"`), nil
+	}
+	return Duration{w.Duration}.MarshalJSON()
+}
+
+// UnmarshalJSON reads "2s"-style durations, and off (which YAML also reads as false).
+func (w *Warmup) UnmarshalJSON(b []byte) error {
+	if s := strings.Trim(string(b), `"`); s == "off" || s == "false" {
+		*w = Warmup{Off: true}
+		return nil
+	}
+	var d Duration
+	if err := d.UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("expected a duration such as 2s, or off, got %s", b)
+	}
+	*w = Warmup{Duration: d.Duration}
+	return nil
+}
+
 // Default is the suite `cnibench run` runs with no arguments: the reference studies' core
 // matrix on the local cluster, as precise as ten minutes allow on a 2-core machine.
 func Default() Suite {
@@ -264,7 +303,7 @@ func Default() Suite {
 		Precision:   0.05,
 		Budget:      Duration{DefaultBudget},
 		Duration:    Duration{4 * time.Second},
-		Warmup:      Duration{2 * time.Second},
+		Warmup:      Warmup{Duration: 2 * time.Second},
 	}
 }
 
@@ -316,11 +355,14 @@ func (s *Suite) fillDefaults() {
 	if s.Duration.Duration == 0 {
 		s.Duration = d.Duration
 	}
-	if s.Warmup.Duration == 0 {
+	if s.Warmup.Duration == 0 && !s.Warmup.Off {
 		s.Warmup = d.Warmup
 	}
 	if s.Precision > 0 && s.Budget.Duration == 0 {
 		s.Budget = Duration{DefaultBudget}
+	}
+	if s.Precision > 0 && s.Margin == 0 {
+		s.Margin = DefaultMargin
 	}
 	for i := range s.Targets {
 		if t := &s.Targets[i]; t.Local != nil {

@@ -1,6 +1,8 @@
 package suite
 
 import (
+	"encoding/json"
+	"errors"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -306,6 +308,38 @@ func TestParsePrecisionOff(t *testing.T) {
 	}
 }
 
+// warmup: off drops the warm-up round, in whichever form YAML gives it, and survives the
+// round trip through the JSON stored with a run; a duration still reads as one.
+func TestParseWarmupOff(t *testing.T) {
+	for _, in := range []string{"warmup: off\n", "warmup: \"off\"\n", "warmup: false\n"} {
+		s, err := Parse([]byte(in))
+		if err != nil || !s.Warmup.Off {
+			t.Errorf("%q: warmup %+v, %v", in, s.Warmup, err)
+			continue
+		}
+		b, err := json.Marshal(s)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var back Suite
+		if err := json.Unmarshal(b, &back); err != nil || !back.Warmup.Off {
+			t.Errorf("%q: after a JSON round trip, warmup %+v, %v", in, back.Warmup, err)
+		}
+	}
+	if s, err := Parse([]byte("warmup: 3s\n")); err != nil || s.Warmup.Off || s.Warmup.Duration != 3*time.Second {
+		t.Errorf("warmup: 3s: %+v, %v", s.Warmup, err)
+	}
+	for in, want := range map[string]string{"warmup: never\n": "expected a duration such as 2s, or off", "warmup: 500ms\n": "warmup: expected whole seconds, at least 1s, or off"} {
+		if _, err := Parse([]byte(in)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%q: %v, want %q", in, err, want)
+		}
+	}
+	o := Overrides{NoWarmup: true}
+	if s, err := Resolve("", o); err != nil || !s.Warmup.Off {
+		t.Errorf("--warmup off: %+v, %v", s.Warmup, err)
+	}
+}
+
 // Every figure of a study must name a cell and metric of the suite.
 func TestReferenceFiguresNameTheSuitesCells(t *testing.T) {
 	base := `
@@ -350,5 +384,34 @@ func TestReferenceFollowsTheFlags(t *testing.T) {
 	}
 	if _, err := Parse([]byte("targets: [{name: a}]\nreference: {study: s, figures: [{target: b, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}\n")); err == nil {
 		t.Error("a suite file naming a target it does not have must still be refused")
+	}
+}
+
+// The run command's string flags name themselves and what they expect when they are wrong.
+func TestSettingFlags(t *testing.T) {
+	var o Overrides
+	if err := errors.Join(o.SetWarmup("off"), o.SetPrecision("3%"), o.SetMargin("1%")); err != nil || !o.NoWarmup || o.Precision != 0.03 || o.Margin != 0.01 {
+		t.Errorf("good flags: %+v, %v", o, err)
+	}
+	if err := errors.Join(o.SetWarmup(""), o.SetPrecision(""), o.SetMargin("")); err != nil {
+		t.Errorf("empty flags keep the suite's: %v", err)
+	}
+	for _, c := range []struct {
+		err  error
+		want string
+	}{
+		{o.SetWarmup("soon"), `--warmup "soon": expected a duration such as 2s, or off`},
+		{o.SetWarmup("-1s"), `--warmup "-1s"`},
+		{o.SetPrecision("100%"), `--precision "100%": expected a percentage above 0% and below 100%`},
+		{o.SetMargin("off"), `--margin "off": expected a percentage above 0% and below 50%`},
+		{o.SetMargin("60%"), `--margin "60%"`},
+	} {
+		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
+			t.Errorf("error %v, want %q", c.err, c.want)
+		}
+	}
+	// A margin without precision names the flag that brought it.
+	if _, err := Resolve("", Overrides{Precision: -1, Margin: 0.02}); err == nil || !strings.Contains(err.Error(), "--margin") {
+		t.Errorf("--margin with --precision off: %v", err)
 	}
 }

@@ -116,11 +116,14 @@ func (s Suite) Validate() error {
 	if s.Duration.Duration < time.Second || s.Duration.Duration%time.Second != 0 {
 		add("duration: expected whole seconds, at least 1s, got %s", s.Duration)
 	}
-	if s.Warmup.Duration < time.Second || s.Warmup.Duration%time.Second != 0 {
-		add("warmup: expected whole seconds, at least 1s, got %s", s.Warmup)
+	if w := s.Warmup; !w.Off && (w.Duration < time.Second || w.Duration%time.Second != 0) {
+		add("warmup: expected whole seconds, at least 1s, or off, got %s", w.Duration)
 	}
 	if s.Precision < 0 || s.Precision >= 1 {
 		add("precision: expected a percentage above 0%% and below 100%% (e.g. 5%%), got %g%%", float64(s.Precision)*100)
+	}
+	if s.Margin < 0 || s.Margin >= 0.5 || (s.Margin > 0 && s.Precision == 0) {
+		add("margin: expected a percentage above 0%% and below 50%% (e.g. 2%%), and only with precision (it says when a comparison needs no more rounds), got %g%%", float64(s.Margin)*100)
 	}
 	if s.Budget.Duration < 0 || (s.Budget.Duration > 0 && s.Precision == 0) {
 		add("budget: expected a positive duration, and only with precision (it bounds the rounds precision adds), got %s", s.Budget)

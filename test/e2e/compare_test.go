@@ -31,7 +31,7 @@ workloads:
   - {kind: tcp-rr, size: 64, tool: cnibench}
 repetitions: 2
 duration: 1s
-warmup: 1s
+warmup: off
 `
 	// The first reference study's cross-node throughput, set beside this run's.
 	study := slices.Contains(dps, "flannel-vxlan") && slices.Contains(dps, "cilium-vxlan")

@@ -35,7 +35,7 @@ workloads:
   - {kind: gateway-split, weight: 40, vus: [1, 100]}
 repetitions: 2
 duration: 5s
-warmup: 1s
+warmup: off
 `
 
 // brokenGatewaySuite measures only the egress gateway, briefly.
@@ -48,7 +48,7 @@ workloads:
   - {kind: tcp-rr, size: 64}
 repetitions: 2
 duration: 1s
-warmup: 1s
+warmup: off
 `
 
 // TestTrafficEngineering creates a cluster with its external host and the Gateway API,

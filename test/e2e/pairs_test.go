@@ -24,7 +24,7 @@ workloads:
 pairs: [1, 10]
 repetitions: 2
 duration: 2s
-warmup: 1s
+warmup: off
 `
 
 // runPairs is the acceptance test of concurrency: ten pairs per sample, released together,

@@ -27,7 +27,7 @@ func TestRunMeasuresNetworkPolicyVariants(t *testing.T) {
 	defer forceDelete(allow)
 	dir := t.TempDir()
 	run := startCLI(t, "run", "-f", "../../examples/network-policy.yaml", "--datapaths", "cilium-vxlan",
-		"--network-policies", "none,allow+100", "--repetitions", "2", "--duration", "1s", "--warmup", "1s",
+		"--network-policies", "none,allow+100", "--repetitions", "2", "--duration", "1s", "--warmup", "off",
 		"--store", filepath.Join(dir, "results.db"), "-o", "json")
 	if !run.waitLine(t, "NetworkPolicy enforced", 12*time.Minute) {
 		t.Fatalf("run ended before enforcing the policy:\n%s", run.output())

@@ -390,7 +390,7 @@ paths: [same-node, cross-node, pod-to-service]
 workloads: [{kind: tcp-stream, streams: 1}, {kind: tcp-rr, size: 64, tool: cnibench}]
 repetitions: 2
 duration: 1s
-warmup: 1s
+warmup: off
 `
 
 // leastPrivilegeRun grants the user of kubeconfig what `cnibench rbac` prints for a namespace

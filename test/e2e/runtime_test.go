@@ -40,7 +40,7 @@ workloads:
   - {kind: memory, threads: 1}
 repetitions: 2
 duration: 1s
-warmup: 1s
+warmup: off
 pods: round
 `
 
