@@ -12,6 +12,9 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"sigs.k8s.io/yaml"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // corefile has no forward plugin: names outside the cluster get no answer rather than a query
@@ -30,10 +33,13 @@ const corefile = `.:53 {
 }
 `
 
-// installAddons creates a RuntimeClass per runtime handler, and CoreDNS.
+// installAddons creates a RuntimeClass per runtime handler, kube-proxy's ConfigMap, and CoreDNS.
 func (c *creator) installAddons(ctx context.Context) error {
 	ns := metav1.NamespaceSystem
 	labels := map[string]string{"k8s-app": "kube-dns"}
+	if err := c.publishKubeProxyConfig(ctx); err != nil {
+		return err
+	}
 	for _, h := range c.spec.Handlers() {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: h}, Handler: h}
 		if _, err := c.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
@@ -155,4 +161,25 @@ func (c *creator) waitCoreDNS(ctx context.Context) error {
 	}
 	return fmt.Errorf("%w; %s; last lines of %s-kubelet.log:\n%s", err, state, node,
 		tail(filepath.Join(c.layout.LogDir(c.spec.Name), node+"-kubelet.log"), 15))
+}
+
+// publishKubeProxyConfig writes the kube-proxy configuration into kube-system's kube-proxy
+// ConfigMap, where kubeadm keeps it, so that whoever reads the cluster through its API alone
+// (cnibench's own fingerprint of a remote target among them) finds the mode. The kube-proxies
+// read their files; the ConfigMap only says what they run. A cluster without kube-proxy has
+// none, as a kubeadm cluster whose CNI replaced it.
+func (c *creator) publishKubeProxyConfig(ctx context.Context) error {
+	if c.spec.ProxyMode == lab.ProxyNone {
+		return nil
+	}
+	data, err := yaml.Marshal(c.kubeProxyConfig())
+	if err != nil {
+		return fmt.Errorf("encode kube-proxy config: %w", err)
+	}
+	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"app": "kube-proxy"}},
+		Data: map[string]string{"config.conf": string(data)}}
+	if _, err := c.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+		return fmt.Errorf("create kube-proxy ConfigMap: %w", err)
+	}
+	return nil
 }

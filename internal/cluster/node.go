@@ -260,22 +260,27 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 	return err
 }
 
-// startKubeProxy writes node i's kube-proxy configuration and starts it.
-func (c *creator) startKubeProxy(ctx context.Context, i int) error {
-	s, p := c.spec, c.spec.Plan()
-	node := s.NodeName(i)
-	cfg := map[string]any{
+// kubeProxyConfig is the cluster's kube-proxy configuration, the part every node shares.
+func (c *creator) kubeProxyConfig() map[string]any {
+	return map[string]any{
 		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 		"kind":               "KubeProxyConfiguration",
-		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(c.layout.pkiDir(s.Name), "kube-proxy.kubeconfig")},
-		"mode":               s.ProxyMode,
-		"clusterCIDR":        p.ClusterCIDR().String(),
-		"hostnameOverride":   node,
+		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(c.layout.pkiDir(c.spec.Name), "kube-proxy.kubeconfig")},
+		"mode":               c.spec.ProxyMode,
+		"clusterCIDR":        c.spec.Plan().ClusterCIDR().String(),
 		"healthzBindAddress": "127.0.0.1:10256",
 		"metricsBindAddress": "127.0.0.1:10249",
 		// nf_conntrack_max is host-wide: leave it, and the timeouts, as they are.
 		"conntrack": map[string]any{"maxPerCore": 0, "min": 0, "tcpEstablishedTimeout": "0s", "tcpCloseWaitTimeout": "0s"},
 	}
+}
+
+// startKubeProxy writes node i's kube-proxy configuration and starts it.
+func (c *creator) startKubeProxy(ctx context.Context, i int) error {
+	s := c.spec
+	node := s.NodeName(i)
+	cfg := c.kubeProxyConfig()
+	cfg["hostnameOverride"] = node
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
 		return fmt.Errorf("encode kube-proxy config of %s: %w", node, err)

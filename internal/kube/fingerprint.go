@@ -37,7 +37,7 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	}
 	cni, mode := c.DetectCNI(ctx)
 	fp["cni"], fp["cni_mode"] = cni, mode
-	fp["kube_proxy_mode"] = c.detectProxyMode(ctx)
+	fp["kube_proxy_mode"] = c.DetectProxyMode(ctx)
 	if p := f.Pod(RoleClient, 0); p != nil {
 		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "pod", fp)
 	}
@@ -212,9 +212,9 @@ func (c *Client) configValue(ctx context.Context, ns, name string, keys ...strin
 	return strings.Join(parts, ",")
 }
 
-// detectProxyMode reads kube-proxy's ConfigMap as kubeadm writes it; an empty mode means
-// iptables. No kube-proxy at all usually means a CNI replaced it.
-func (c *Client) detectProxyMode(ctx context.Context) string {
+// DetectProxyMode reads kube-proxy's ConfigMap as kubeadm (and the local cluster) writes it;
+// an empty mode means iptables. No kube-proxy at all usually means a CNI replaced it.
+func (c *Client) DetectProxyMode(ctx context.Context) string {
 	cm, err := c.CS.CoreV1().ConfigMaps("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{})
 	if err != nil {
 		if _, dsErr := c.CS.AppsV1().DaemonSets("kube-system").Get(ctx, "kube-proxy", metav1.GetOptions{}); dsErr != nil {

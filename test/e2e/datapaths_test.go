@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
@@ -189,5 +190,14 @@ func checkDetectedCNI(ctx context.Context, t *testing.T, dp, name string) {
 	}
 	if cni, mode := c.DetectCNI(ctx); cni != want[0] || mode != want[1] {
 		t.Errorf("detected %s %q, want %s %q", cni, mode, want[0], want[1])
+	}
+	// kube-proxy's mode, from the ConfigMap the cluster publishes where kubeadm does; none
+	// where the datapath replaces kube-proxy.
+	wantProxy := lab.DefaultProxyMode(dp)
+	if wantProxy == lab.ProxyNone {
+		wantProxy = "none or unknown"
+	}
+	if got := c.DetectProxyMode(ctx); got != wantProxy {
+		t.Errorf("detected kube-proxy mode %q, want %q", got, wantProxy)
 	}
 }

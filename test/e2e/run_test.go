@@ -428,7 +428,7 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 		t.Fatalf("run with the rbac objects' permissions only: %v\n%s", err, out)
 	}
 	doc := summaryOf(t, out, 1)
-	if doc.Run.Status != "complete" || doc.Targets[0].Fingerprint["node_a_kernel"] == "" {
+	if fp := doc.Targets[0].Fingerprint; doc.Run.Status != "complete" || fp["node_a_kernel"] == "" || fp["kube_proxy_mode"] != lab.ProxyNftables {
 		t.Errorf("run %q, fingerprint %v", doc.Run.Status, doc.Targets[0].Fingerprint)
 	}
 	pods, err := w.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
