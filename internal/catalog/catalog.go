@@ -57,6 +57,7 @@ const (
 	PodCPUPerGB    = "pod_cpu_s_per_gb"
 	CPUPer1kTx     = "cpu_s_per_1k_tx"
 	PodCPUPer1kTx  = "pod_cpu_s_per_1k_tx"
+	CPUPerPacket   = "cpu_us_per_pkt"
 	NodeCPU        = "node_cpu_pct"
 	NodeSteal      = "node_steal_pct"
 	HostCPUSeconds = "host_cpu_seconds"
@@ -136,6 +137,7 @@ func specs() []Spec {
 		{PodCPUPerGB, "CPU-s/GB", "Client+server container CPU per gigabyte.", false, false, None},
 		{CPUPer1kTx, "CPU-s/1k", "Host CPU time per thousand transactions.", false, true, None},
 		{PodCPUPer1kTx, "CPU-s/1k", "Client+server container CPU per thousand transactions.", false, false, None},
+		{CPUPerPacket, "CPU-µs/pkt", "Host CPU time per packet through the clients' network interfaces (received and sent; a GSO or GRO segment counts once, as the interface saw it).", false, true, None},
 		{NodeCPU, "%", "Busy CPU of the hosts involved, steal time excluded.", false, true, None},
 		{NodeSteal, "%", "CPU time the hypervisor gave to other guests while the sample ran (steal): the neighbours' load, not this sample's cost.", false, false, None},
 		{HostCPUSeconds, "CPU-s", "Host CPU time during the sample.", false, false, None},
@@ -202,7 +204,7 @@ func Bounds(name string) (lo, hi float64) {
 
 // Costs lists the cost figures shown after each workload's own metrics, in display order.
 func Costs() []string {
-	return []string{CPUPerGB, CPUPer1kTx, NodeCPU, NodeSteal, PodCPUPerGB, PodCPUPer1kTx, HostCPUSeconds, PodCPUSeconds, HostMemUsed, PodMemory}
+	return []string{CPUPerGB, CPUPer1kTx, CPUPerPacket, NodeCPU, NodeSteal, PodCPUPerGB, PodCPUPer1kTx, HostCPUSeconds, PodCPUSeconds, HostMemUsed, PodMemory}
 }
 
 // Concurrency lists the figures of a sample with several pairs, in display order.

@@ -24,6 +24,9 @@ type Usage struct {
 	// MemUsedBytes is MemTotal-MemAvailable at the second reading: a level, not a change,
 	// since memory in use is a state while the other fields are amounts of work.
 	MemUsedBytes uint64 `json:"mem_used_bytes"`
+	// Packets is the packets the reader's interfaces received and sent between the
+	// readings, -1 if either reading lacks them or they went backwards (a new interface).
+	Packets int64 `json:"packets"`
 }
 
 // Delta returns the usage between before and after. It fails when the readings come from
@@ -49,6 +52,10 @@ func Delta(before, after NodeStat) (Usage, error) {
 		CPUSeconds:       busy,
 		SoftirqSeconds:   softirq,
 		CgroupCPUSeconds: -1,
+		Packets:          -1,
+	}
+	if before.NetPackets >= 0 && after.NetPackets >= before.NetPackets {
+		u.Packets = after.NetPackets - before.NetPackets
 	}
 	// The percentage is taken against the counters' own total rather than wall time times
 	// CPUs: both come from the same ticks, so the ratio is exact even when Time, taken a

@@ -45,6 +45,10 @@ type NodeStat struct {
 	CgroupCPUSeconds float64 `json:"cgroup_cpu_s"`
 	// CgroupMemoryBytes is the memory charged to the container's cgroup, -1 if unreadable.
 	CgroupMemoryBytes int64 `json:"cgroup_memory_bytes"`
+	// NetPackets is the packets received and sent on the reader's network namespace's
+	// interfaces, loopback excluded (/proc/net/dev: the pod's own eth0 inside a pod), -1 if
+	// unreadable. A GSO or GRO segment counts once, as the interface saw it.
+	NetPackets int64 `json:"net_packets"`
 	// Time is when the reading was taken.
 	Time time.Time `json:"time"`
 }
@@ -73,6 +77,7 @@ func ReadFrom(procRoot, sysRoot string) (NodeStat, error) {
 		return s, err
 	}
 	s.CgroupCPUSeconds, s.CgroupMemoryBytes = readCgroup(filepath.Join(sysRoot, "fs/cgroup"))
+	s.NetPackets = readNetPackets(filepath.Join(procRoot, "net/dev"))
 	s.Time = time.Now()
 	return s, nil
 }
@@ -205,6 +210,37 @@ func readCgroupV1(root string) (float64, int64) {
 		}
 	}
 	return cpu, readInt(filepath.Join(root, "memory", "memory.usage_in_bytes"))
+}
+
+// readNetPackets sums the received and sent packets of every interface but loopback in a
+// /proc/net/dev file, -1 if it is unreadable or malformed. After the two header lines each
+// line is "name: rx_bytes rx_packets (6 more rx fields) tx_bytes tx_packets ...".
+func readNetPackets(path string) int64 {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	var total int64
+	for i, line := range strings.Split(string(b), "\n") {
+		name, rest, ok := strings.Cut(line, ":")
+		if i < 2 || !ok {
+			continue
+		}
+		f := strings.Fields(rest)
+		if len(f) < 10 {
+			return -1
+		}
+		if strings.TrimSpace(name) == "lo" {
+			continue
+		}
+		rx, err1 := strconv.ParseInt(f[1], 10, 64)
+		tx, err2 := strconv.ParseInt(f[9], 10, 64)
+		if err1 != nil || err2 != nil {
+			return -1
+		}
+		total += rx + tx
+	}
+	return total
 }
 
 // readInt reads a file holding one non-negative integer, -1 if that fails.

@@ -53,16 +53,19 @@ func TestReadFromFixtures(t *testing.T) {
 			CPUBusySeconds: 14, CPUStealSeconds: 0.05, CPUTotalSeconds: 65.05, CPUSoftirqSeconds: 0.70,
 			MemTotalBytes: 16384000 * 1024, MemAvailableBytes: 8192000 * 1024,
 			CgroupCPUSeconds: 2.5, CgroupMemoryBytes: 104857600,
+			NetPackets: -1, // no net/dev in this fixture
 		},
 	}, {
 		// cgroup v2, 2 CPUs. busy 200+100+40+10 = 350 ticks, total 350+1600+50 = 2000.
-		// cpu.stat usage_usec 1234567.
+		// cpu.stat usage_usec 1234567. net/dev: eth0 1200 in, 34 out; cnb-x 10 and 6; lo
+		// not counted.
 		name: "v2",
 		want: NodeStat{
 			BootID: "aaaaaaaa-bbbb-cccc-dddd-eeeeeeeeeeee", CPUs: 2,
 			CPUBusySeconds: 3.4, CPUStealSeconds: 0.1, CPUTotalSeconds: 20, CPUSoftirqSeconds: 0.4,
 			MemTotalBytes: 4096000 * 1024, MemAvailableBytes: 3072000 * 1024,
 			CgroupCPUSeconds: 1.234567, CgroupMemoryBytes: 52428800,
+			NetPackets: 1250,
 		},
 	}} {
 		t.Run(c.name, func(t *testing.T) {
@@ -244,6 +247,10 @@ func TestReadHost(t *testing.T) {
 	if !(0 < s.MemAvailableBytes && s.MemAvailableBytes < s.MemTotalBytes) {
 		t.Errorf("want 0 < available < total: %d, %d", s.MemAvailableBytes, s.MemTotalBytes)
 	}
+	// The host's own interfaces carry this machine's traffic (the tools' downloads at least).
+	if s.NetPackets <= 0 {
+		t.Errorf("packets on the host's interfaces = %d, want positive", s.NetPackets)
+	}
 	if _, err := os.Stat("/sys/fs/cgroup/cgroup.controllers"); err != nil {
 		// cgroup v1 or hybrid, this machine: the root cgroup has both counters.
 		if s.CgroupCPUSeconds <= 0 || s.CgroupMemoryBytes <= 0 {
@@ -363,5 +370,40 @@ func TestUsageWithout(t *testing.T) {
 	}
 	if got := u.Without(0); got != u {
 		t.Errorf("nothing taken out: %+v", got)
+	}
+}
+
+// A malformed /proc/net/dev makes the packets unknown, not zero; so does a missing one.
+func TestReadNetPacketsMalformed(t *testing.T) {
+	dir := t.TempDir()
+	for name, content := range map[string]string{
+		"short":  "h1\nh2\n  eth0: 1 2 3\n",
+		"letter": "h1\nh2\n  eth0: 1 x 0 0 0 0 0 0 5 6 0 0 0 0 0 0\n",
+	} {
+		path := filepath.Join(dir, name)
+		write(t, path, content)
+		if got := readNetPackets(path); got != -1 {
+			t.Errorf("%s: %d packets, want -1", name, got)
+		}
+	}
+	if got := readNetPackets(filepath.Join(dir, "absent")); got != -1 {
+		t.Errorf("absent: %d packets, want -1", got)
+	}
+}
+
+// Packets between readings are a difference of the interfaces' counters; unknown where a
+// reading lacks them or they went backwards.
+func TestDeltaPackets(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	at := func(pkts int64, d time.Duration) NodeStat {
+		return NodeStat{BootID: "b", CPUs: 1, CPUBusySeconds: 1, CPUTotalSeconds: 2, NetPackets: pkts, Time: t0.Add(d)}
+	}
+	for _, c := range []struct {
+		before, after, want int64
+	}{{100, 350, 250}, {-1, 350, -1}, {100, -1, -1}, {400, 350, -1}} {
+		u, err := Delta(at(c.before, 0), at(c.after, time.Second))
+		if err != nil || u.Packets != c.want {
+			t.Errorf("%d then %d: %d packets (%v), want %d", c.before, c.after, u.Packets, err, c.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math/rand/v2"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/analysis"
@@ -255,7 +256,8 @@ func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int,
 			reached = fmt.Sprintf("±%.3g %%", m.RelCI*100)
 		}
 		label := store.Cell{Workload: m.Workload, Pairs: m.Pairs}.WorkloadLabel()
-		r.progress("  %s %s %s %s: %s (n=%d)", m.Target, m.Path, label, m.Metric, reached, m.N)
+		// A comparison of one target's paths names no target.
+		r.progress("  %s %s %s: %s (n=%d)", strings.TrimSpace(m.Target+" "+m.Path), label, m.Metric, reached, m.N)
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/monitor"
@@ -249,5 +250,31 @@ func TestCheckSourceNamesBothAddresses(t *testing.T) {
 	err := checkSource("egress-gateway", "10.0.0.11", "10.0.0.12", "the gateway node2")
 	if err == nil || !strings.Contains(err.Error(), "came from 10.0.0.11, expected 10.0.0.12 (the gateway node2)") {
 		t.Errorf("mismatch: %v", err)
+	}
+}
+
+// TestPerPacket: host CPU over the packets the clients' interfaces counted in their windows;
+// nothing where a client's window lacks its packets or no packet went through.
+func TestPerPacket(t *testing.T) {
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	window := func(before, after int64) *agent.Window {
+		b, a := stat("host-1", 100, 200, 10, t0), stat("host-1", 101, 202, 11, t0.Add(time.Second))
+		b.NetPackets, a.NetPackets = before, after
+		return &agent.Window{Before: b, After: a}
+	}
+	res := map[string]float64{catalog.HostCPUSeconds: 2}
+	perPacket(res, []*agent.Window{window(1000, 301000), window(0, 100000)})
+	if got := res[catalog.CPUPerPacket]; math.Abs(got-5) > 1e-9 { // 2 CPU-s over 400,000 packets
+		t.Errorf("cpu per packet %g µs, want 5", got)
+	}
+	for name, ws := range map[string][]*agent.Window{
+		"a client without its window": {window(0, 1000), nil},
+		"unknown packets":             {window(-1, 1000)},
+		"no packets":                  {window(500, 500)},
+	} {
+		res := map[string]float64{catalog.HostCPUSeconds: 2}
+		if perPacket(res, ws); res[catalog.CPUPerPacket] != 0 {
+			t.Errorf("%s: cpu per packet %g, want none", name, res[catalog.CPUPerPacket])
+		}
 	}
 }

@@ -122,6 +122,10 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		windows[i] = rep.Window
 	}
 	s.Resources = resources(before, after, windows, fig.metrics, st.Duration)
+	// On localhost the traffic never leaves the pod: its interface counts none of it.
+	if st.Combo.Path != suite.Localhost {
+		perPacket(s.Resources, windows)
+	}
 	if st.Combo.Path == suite.Gateway {
 		gatewayResources(s.Resources, ends[0], before, after, st.Duration)
 	}
@@ -283,4 +287,29 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 		}
 	}
 	return res
+}
+
+// perPacket adds the host CPU per packet through the clients' interfaces, counted by each
+// client's agent over its measured window, where every client's window knows its packets and
+// there were some. Each packet of a pair crosses its client's interface once, sent or
+// received, so the clients' count is the pairs' traffic.
+func perPacket(res map[string]float64, windows []*agent.Window) {
+	hostCPU, ok := res[catalog.HostCPUSeconds]
+	if !ok {
+		return
+	}
+	var packets int64
+	for _, w := range windows {
+		if w == nil {
+			return
+		}
+		u, err := monitor.Delta(w.Before, w.After)
+		if err != nil || u.Packets < 0 {
+			return
+		}
+		packets += u.Packets
+	}
+	if packets > 0 {
+		res[catalog.CPUPerPacket] = hostCPU * 1e6 / float64(packets)
+	}
 }

@@ -22,6 +22,7 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/testsupport"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -98,6 +99,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 			if s.Error != "" || s.Raw == "" || len(s.Metrics) == 0 {
 				t.Errorf("sample %d (%s %s): error %q, %d metrics, %d bytes raw", s.Seq, s.Path, s.Workload, s.Error, len(s.Metrics), len(s.Raw))
 			}
+			checkPacketCount(t, s, time.Second)
 		}
 		targets, err := db.Targets(ctx, doc.Run.ID)
 		if err != nil || len(targets) != 1 || targets[0].Fingerprint["kubernetes_version"] != lab.DefaultKubernetesVersion || targets[0].Fingerprint["pod_mtu"] == "" {
@@ -495,5 +497,33 @@ func interruptRun(ctx context.Context, t *testing.T, suiteFile, results string, 
 		if strings.HasPrefix(ns.Name, "cnibench-") {
 			t.Errorf("namespace %s survived the interrupted run", ns.Name)
 		}
+	}
+}
+
+// checkPacketCount holds the packets behind a sample's CPU per packet (its host CPU over the
+// figure) against iperf3's own count on the same path: a UDP sample's client sends each
+// datagram once through its pod's interface, so the interface's packets are the datagrams the
+// server received over the sample's duration, over one minus the loss, plus the control
+// connection's few dozen. Every pod path of every other network workload has a figure.
+func checkPacketCount(t *testing.T, s store.Sample, d time.Duration) {
+	t.Helper()
+	perPkt, ok := s.Resources[catalog.CPUPerPacket]
+	if s.Path == suite.Localhost || strings.HasPrefix(s.Workload, "pod-") {
+		if ok {
+			t.Errorf("sample %d (%s %s): cpu per packet %g where no packet crosses an interface", s.Seq, s.Path, s.Workload, perPkt)
+		}
+		return
+	}
+	if !ok || !(perPkt > 0) {
+		t.Errorf("sample %d (%s %s): cpu per packet %g (present %v), want positive", s.Seq, s.Path, s.Workload, perPkt, ok)
+		return
+	}
+	if !strings.HasPrefix(s.Workload, "udp-stream") || s.Path == suite.HostNetwork {
+		return // a host-network client's interfaces also carry the node's own traffic
+	}
+	packets := s.Resources[catalog.HostCPUSeconds] * 1e6 / perPkt
+	sent := s.Metrics[catalog.PacketRate] * d.Seconds() / (1 - s.Metrics[catalog.Loss]/100)
+	if r := packets / sent; r < 0.9 || r > 1.1 {
+		t.Errorf("sample %d (%s %s): the client's interface counted %.0f packets, iperf3 %.0f datagrams sent", s.Seq, s.Path, s.Workload, packets, sent)
 	}
 }
