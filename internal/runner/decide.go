@@ -44,9 +44,9 @@ func undecidedMisses(lines []analysis.VerdictLine, margin float64) []Miss {
 }
 
 // decided reports whether a comparison needs no more rounds: significant at DecisiveP, or
-// not significant with its 95 % ratio interval inside ±margin. The rule reads where the
-// interval lies only in that direction: stopping once the interval fell inside ±margin,
-// whether or not it held 1, made identical targets "different" 6.0 % of the time at CV 1 %;
+// not significant with its 95 % ratio interval inside ±margin. It stops on equivalence only
+// while the interval holds 1: stopping once the interval fell inside ±margin, whether or not
+// it held 1, made identical targets "different" 6.0 % of the time at CV 1 %;
 // stopping once it was no wider than ±margin, wherever it lay, 6.2-7.2 % at CV 1-2 % (the
 // rounds then stop where the noise looks small, and the interval is too narrow); a plan of
 // rounds fixed from the first check's noise (Stein's two stages, on 3 rounds) 7.0 %.

@@ -122,8 +122,10 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		windows[i] = rep.Window
 	}
 	s.Resources = resources(before, after, windows, fig.metrics, st.Duration)
-	// On localhost the traffic never leaves the pod: its interface counts none of it.
-	if st.Combo.Path != suite.Localhost {
+	// On localhost the traffic never leaves the pod: its interface counts none of it. On
+	// host-network the clients of several pairs share their node's interfaces, and each
+	// would count the others' packets.
+	if st.Combo.Path != suite.Localhost && (st.Combo.Path != suite.HostNetwork || n == 1) {
 		perPacket(s.Resources, windows)
 	}
 	if st.Combo.Path == suite.Gateway {
