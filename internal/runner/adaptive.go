@@ -64,14 +64,22 @@ func untestableMisses(lines []analysis.VerdictLine) []Miss {
 			if l.Path == "" && e.Target == SetupPath {
 				continue
 			}
-			m := Miss{Target: e.Target, Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, RelCI: e.Summary.RelCI, N: e.Summary.N, Untestable: true}
-			if l.Path == "" {
-				m.Target, m.Path = "", e.Target
-			}
+			m := missOf(l, e)
+			m.Untestable = true
 			out = append(out, m)
 		}
 	}
 	return out
+}
+
+// missOf is entry e of verdict line l as a miss. A line comparing one target's paths (no
+// Path) names the entry's path in Path and no target.
+func missOf(l analysis.VerdictLine, e analysis.Ranked) Miss {
+	m := Miss{Target: e.Target, Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, RelCI: e.Summary.RelCI, N: e.Summary.N}
+	if l.Path == "" {
+		m.Target, m.Path = "", e.Target
+	}
+	return m
 }
 
 // Precision checks the headline figure of every measured cell (the first of
@@ -141,9 +149,9 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	s := r.opts.Suite
 	target, budget := float64(s.Precision), s.Budget.Duration
 	round := s.Repetitions
-	st := stopState{held: map[group]int{}}
+	held := map[group]int{} // consecutive checks each group met the target on
 	for {
-		misses, cells := st.check(res.Samples, target, float64(s.Margin))
+		misses, cells := check(res.Samples, target, float64(s.Margin), held)
 		if len(misses) == 0 {
 			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison decided (different at p < %g or within ±%.3g %%)",
 				cells, target*100, round, confirmRounds, DecisiveP, float64(s.Margin)*100)
@@ -169,20 +177,15 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	}
 }
 
-// stopState is what the precision loop keeps between its checks.
-type stopState struct {
-	held map[group]int // consecutive checks each group met the target on
-}
-
 // check is the precision loop's test after a round: the figures wider than target, the
 // comparisons untestable or undecided at margin, and the groups that met all of it on fewer
-// than confirmRounds checks in a row. No miss: stop.
-func (st stopState) check(samples []store.Sample, target, margin float64) (misses []Miss, cells int) {
+// than confirmRounds checks in a row (held counts them between checks). No miss: stop.
+func check(samples []store.Sample, target, margin float64, held map[group]int) (misses []Miss, cells int) {
 	misses, cells = Precision(samples, target)
 	lines := analysis.Verdict(samples)
 	misses = append(misses, untestableMisses(lines)...)
 	misses = append(misses, undecidedMisses(lines, margin)...)
-	return unconfirmed(misses, samples, st.held), cells
+	return unconfirmed(misses, samples, held), cells
 }
 
 // unconfirmed counts, for every measured group, the consecutive checks it met the target on,

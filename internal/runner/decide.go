@@ -31,12 +31,8 @@ func undecidedMisses(lines []analysis.VerdictLine, margin float64) []Miss {
 			if decided(e, margin) {
 				continue
 			}
-			m := Miss{Target: e.Target, Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric,
-				RelCI: e.Summary.RelCI, N: e.Summary.N, Undecided: true, Against: l.Against,
-				Ratio: e.RatioToBest, RatioLow: e.RatioLow, RatioHigh: e.RatioHigh}
-			if l.Path == "" {
-				m.Target, m.Path = "", e.Target
-			}
+			m := missOf(l, e)
+			m.Undecided, m.Against, m.Ratio, m.RatioLow, m.RatioHigh = true, l.Against, e.RatioToBest, e.RatioLow, e.RatioHigh
 			out = append(out, m)
 		}
 	}

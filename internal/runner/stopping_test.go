@@ -89,7 +89,7 @@ func TestStoppingRuleCoverage(t *testing.T) {
 // its 95 % ratio interval covers the true ratio, and the rounds it took.
 func decisionRun(r *rand.Rand, cv, shift float64, nmax int) (verdict string, covered bool, rounds int) {
 	sigma := math.Sqrt(math.Log1p(cv * cv))
-	st := stopState{held: map[group]int{}}
+	held := map[group]int{}
 	var samples []store.Sample
 	for round := 1; round <= nmax; round++ {
 		common := sigma * r.NormFloat64()
@@ -104,7 +104,7 @@ func decisionRun(r *rand.Rand, cv, shift float64, nmax int) (verdict string, cov
 		if round < 3 {
 			continue
 		}
-		if misses, _ := st.check(samples, 0.05, suite.DefaultMargin); len(misses) == 0 {
+		if misses, _ := check(samples, 0.05, suite.DefaultMargin, held); len(misses) == 0 {
 			break
 		}
 	}
