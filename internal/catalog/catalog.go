@@ -155,7 +155,7 @@ func specs() []Spec {
 		{PodReadyP90, "ms", "Pod creation to Ready, 90th percentile.", false, false, None},
 		{PodReadyP99, "ms", "Pod creation to Ready, 99th percentile.", false, true, None},
 		{PodCount, "pods", "Pods the figure is computed over.", true, false, None},
-		{PodWorkingSet, "MiB", "Memory working set of each of the run's pods, idle after startup, as its node's kubelet reports it from the pod's cgroup (a sandbox's own memory included), mean over the pods.", false, true, None},
+		{PodWorkingSet, "MiB", "Memory working set of each of the run's pods, idle after startup (their servers, and the shell that makes an idle client leave at SIGTERM, included), as its node's kubelet reports it from the pod's cgroup (a sandbox's own memory included), mean over the pods.", false, true, None},
 		{NetReady, "ms", "A new pod's first connection attempt, made as its container starts, to its first successful connection to a server pod.", false, true, None},
 		{ServiceReady, "ms", "A Service's endpoint Ready to the first successful connection through its ClusterIP.", false, true, None},
 		{PolicyEnforced, "ms", "A NetworkPolicy's create to the first probe it drops (50 ms resolution).", false, true, None},

@@ -46,7 +46,7 @@ func (p *localProvider) lost(context.Context, *kube.Client, []string) loss {
 }
 
 // lost asks a remote cluster's API what is down among the target's nodes.
-func (remoteProvider) lost(ctx context.Context, client *kube.Client, nodes []string) loss {
+func (*remoteProvider) lost(ctx context.Context, client *kube.Client, nodes []string) loss {
 	down, cp := client.Down(ctx, nodes)
 	return loss{down: down, controlPlane: cp}
 }

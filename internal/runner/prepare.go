@@ -281,6 +281,13 @@ func (r *run) teardown() error {
 		}
 	}
 	wg.Wait()
+	// Also the clusters created at once before any target on them was prepared, when one
+	// create failed.
+	for _, key := range slices.Sorted(maps.Keys(r.providers)) {
+		if p := r.providers[key]; !slices.Contains(released, p) {
+			released = append(released, p)
+		}
+	}
 	for _, p := range released {
 		errs = append(errs, p.release(ctx))
 	}

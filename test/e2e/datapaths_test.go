@@ -95,9 +95,9 @@ func checkDatapath(ctx context.Context, t *testing.T, dp, name string, host host
 	}
 }
 
-// TestDatapaths creates one cluster per datapath, once: each datapath's own checks run on it,
-// then the family is measured side by side in one interleaved run (`run --datapaths`, which
-// uses the clusters that exist), and after the last delete the host must be as before, with
+// TestDatapaths creates one cluster per datapath, once, a family's at once: each datapath's own
+// checks run on it, then the family is measured side by side in one interleaved run (`run
+// --datapaths`, which uses the clusters that exist), and after the last delete the host must be as before, with
 // no datapath's host paths and no changed sysctl. Clusters a family no longer needs are
 // deleted before the next family's are created, each checked to leave nothing of its own.
 func TestDatapaths(t *testing.T) {
@@ -116,17 +116,23 @@ func TestDatapaths(t *testing.T) {
 	}()
 	families := datapathFamilies()
 	for i, family := range families {
+		var fresh []string
+		var creates [][]string
 		for _, dp := range family {
 			if alive[dp] {
 				continue
 			}
-			name := suite.ClusterNameFor(dp)
 			alive[dp] = true
-			args := []string{"--name", name, "--datapath", dp}
+			fresh = append(fresh, dp)
+			args := []string{"--name", suite.ClusterNameFor(dp), "--datapath", dp}
 			if strings.HasPrefix(dp, "cilium-") { // the agents take longer to become ready
 				args = append(args, "--wait", "6m")
 			}
-			createCluster(ctx, t, args...)
+			creates = append(creates, args)
+		}
+		createClusters(ctx, t, creates...)
+		for _, dp := range fresh {
+			name := suite.ClusterNameFor(dp)
 			t.Run(dp, func(t *testing.T) {
 				checkDatapath(ctx, t, dp, name, host)
 				t.Run("the API alone names the CNI and its mode", func(t *testing.T) { checkDetectedCNI(ctx, t, dp, name) })

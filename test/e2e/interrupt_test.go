@@ -154,3 +154,45 @@ func TestFailedCreateExplainsAndLeavesNothing(t *testing.T) {
 	}
 	assertClean(t, before)
 }
+
+// TestRunInterruptedWhileCreatingClusters interrupts a run while it creates its two absent
+// clusters at once: each create's progress carries its cluster's name, and after SIGINT both
+// creates undo what they made (or the run deletes a cluster that was ready), leaving the host
+// as it was.
+func TestRunInterruptedWhileCreatingClusters(t *testing.T) {
+	names := []string{"cnbcra", "cnbcrb"}
+	before := snapshot(t)
+	for _, n := range names {
+		defer forceDelete(n)
+	}
+	dir := t.TempDir()
+	suiteFile := filepath.Join(dir, "two.yaml")
+	text := "targets:\n"
+	for _, n := range names {
+		text += "  - {name: " + n + ", local: {cluster: " + n + "}}\n"
+	}
+	text += "paths: [cross-node]\nworkloads: [{kind: tcp-rr, size: 64}]\nrepetitions: 2\nduration: 1s\nwarmup: off\n"
+	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	s := startCLI(t, "run", "-f", suiteFile, "--store", filepath.Join(dir, "results.db"))
+	if !s.waitLine(t, "waiting for nodes to be Ready", 3*time.Minute) {
+		t.Fatalf("run ended before its clusters' nodes started:\n%s", s.output())
+	}
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.wait(t, 3*time.Minute); err == nil {
+		t.Fatalf("run exited 0 after SIGINT:\n%s", s.output())
+	}
+	t.Logf("the run's output:\n%s", s.output())
+	for _, n := range names {
+		if !strings.Contains(s.output(), "    "+n+": ") {
+			t.Errorf("no progress line of %s's create carries its name:\n%s", n, s.output())
+		}
+		if _, err := os.Stat(cluster.DefaultLayout().Dir(n)); err == nil {
+			t.Errorf("state directory of %s survived; the run's output:\n%s", n, s.output())
+		}
+	}
+	assertClean(t, before)
+}

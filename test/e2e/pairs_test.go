@@ -23,7 +23,7 @@ workloads:
   - {kind: tcp-rr, size: 64}
 pairs: [1, 10]
 repetitions: 2
-duration: 2s
+duration: 1s
 warmup: off
 `
 
