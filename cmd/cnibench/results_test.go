@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -113,9 +114,10 @@ func TestResultsShow(t *testing.T) {
 		Run  map[string]any
 		Rows []map[string]any
 	}
-	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Run["ID"] != cmdRun1 || len(doc.Rows) != 4 {
+	if err := json.Unmarshal([]byte(out), &doc); err != nil || doc.Run["id"] != cmdRun1 || len(doc.Rows) != 4 {
 		t.Fatalf("show -o json: %v\n%s", err, out)
 	}
+	checkSnakeCase(t, out)
 	for _, r := range doc.Rows {
 		// Warm-up samples (1000x the values) are not in the summary.
 		if r["metric"] == "throughput_gbps" && (r["n"] != 8.0 || r["mean"].(float64) > 100) {
@@ -245,4 +247,32 @@ func TestCompareCommand(t *testing.T) {
 			t.Errorf("compare %v: err = %v, want it to mention %q", c.args, err, c.want)
 		}
 	}
+}
+
+// checkSnakeCase fails for any key of a JSON document that is not snake_case: one style for
+// every output a script reads.
+func checkSnakeCase(t *testing.T, doc string) {
+	t.Helper()
+	var v any
+	if err := json.Unmarshal([]byte(doc), &v); err != nil {
+		t.Fatal(err)
+	}
+	key := regexp.MustCompile(`^[a-z0-9]+(_[a-z0-9]+)*$`)
+	var walk func(path string, v any)
+	walk = func(path string, v any) {
+		switch v := v.(type) {
+		case map[string]any:
+			for k, e := range v {
+				if !key.MatchString(k) {
+					t.Errorf("key %s.%s is not snake_case", path, k)
+				}
+				walk(path+"."+k, e)
+			}
+		case []any:
+			for _, e := range v {
+				walk(path+"[]", e)
+			}
+		}
+	}
+	walk("", v)
 }

@@ -23,12 +23,14 @@ const jsonFormatV1 = "cnibench-run/v1"
 
 type jsonDoc struct {
 	Format  string       `json:"format"`
-	Run     jsonRun      `json:"run"`
-	Targets []jsonTarget `json:"targets"`
+	Run     RunJSON      `json:"run"`
+	Targets []TargetJSON `json:"targets"`
 	Samples []jsonSample `json:"samples"`
 }
 
-type jsonRun struct {
+// RunJSON is a run as every JSON output of cnibench writes it (the export, and the summary of
+// `run -o json` and `results show -o json`).
+type RunJSON struct {
 	ID       string     `json:"id"`
 	Started  time.Time  `json:"started"`
 	Finished *time.Time `json:"finished,omitempty"` // absent while running
@@ -39,9 +41,33 @@ type jsonRun struct {
 	Suite    string     `json:"suite"` // the effective suite, as YAML text
 }
 
-type jsonTarget struct {
+// NewRunJSON is the JSON form of a run, its times in UTC.
+func NewRunJSON(r store.Run) RunJSON {
+	j := RunJSON{ID: r.ID, Started: r.Started.UTC(), Status: r.Status, Seed: r.Seed, Version: r.Version, Note: r.Note, Suite: r.Suite}
+	if !r.Finished.IsZero() {
+		f := r.Finished.UTC()
+		j.Finished = &f
+	}
+	return j
+}
+
+// TargetJSON is a run's target as every JSON output of cnibench writes it.
+type TargetJSON struct {
 	Name        string            `json:"name"`
 	Fingerprint map[string]string `json:"fingerprint"`
+}
+
+// NewTargetsJSON is the JSON form of a run's targets: an empty fingerprint is an empty object.
+func NewTargetsJSON(targets []store.Target) []TargetJSON {
+	out := []TargetJSON{}
+	for _, t := range targets {
+		fp := t.Fingerprint
+		if fp == nil {
+			fp = map[string]string{}
+		}
+		out = append(out, TargetJSON{Name: t.Name, Fingerprint: fp})
+	}
+	return out
 }
 
 type jsonSample struct {
@@ -67,21 +93,7 @@ type jsonSample struct {
 // raw tool output, as one indented JSON document (see JSONFormat). Metrics and resources
 // are always objects, empty rather than null.
 func WriteJSON(w io.Writer, b Bundle) error {
-	doc := jsonDoc{Format: JSONFormat, Targets: []jsonTarget{}, Samples: []jsonSample{}}
-	r := b.Run
-	doc.Run = jsonRun{ID: r.ID, Started: r.Started.UTC(), Status: r.Status, Seed: r.Seed, Version: r.Version,
-		Note: r.Note, Suite: r.Suite}
-	if !r.Finished.IsZero() {
-		f := r.Finished.UTC()
-		doc.Run.Finished = &f
-	}
-	for _, t := range b.Targets {
-		fp := t.Fingerprint
-		if fp == nil {
-			fp = map[string]string{}
-		}
-		doc.Targets = append(doc.Targets, jsonTarget{Name: t.Name, Fingerprint: fp})
-	}
+	doc := jsonDoc{Format: JSONFormat, Run: NewRunJSON(b.Run), Targets: NewTargetsJSON(b.Targets), Samples: []jsonSample{}}
 	for _, s := range b.Samples {
 		doc.Samples = append(doc.Samples, jsonSample{Seq: s.Seq, Round: s.Round, Warmup: s.Warmup, Target: s.Target,
 			Path: s.Path, Workload: s.Workload, Pairs: s.Cell().Pairs, Flags: s.Flags, Started: s.Started.UTC(), DurationNS: s.Duration.Nanoseconds(),

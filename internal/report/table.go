@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/analysis"
+	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"sigs.k8s.io/yaml"
@@ -55,17 +56,10 @@ func Write(w io.Writer, format string, d Document) error {
 	return fmt.Errorf("-o %q: expected table, json or yaml", format)
 }
 
-// jsonSafe replaces NaN and infinities, which JSON cannot carry, with zero-valued omissions.
+// jsonSafe replaces NaN and infinities, which JSON cannot carry, with zero-valued omissions;
+// the run and its targets take the export's snake_case form, as every key of the document.
 func jsonSafe(d Document) any {
-	data, err := json.Marshal(struct {
-		Run     store.Run      `json:"run"`
-		Targets []store.Target `json:"targets"`
-	}{d.Run, d.Targets})
-	if err != nil {
-		return d
-	}
-	var head map[string]any
-	_ = json.Unmarshal(data, &head)
+	head := map[string]any{"run": export.NewRunJSON(d.Run), "targets": export.NewTargetsJSON(d.Targets)}
 	rows := make([]map[string]any, 0, len(d.Rows))
 	for _, r := range d.Rows {
 		s := r.Summary

@@ -9,6 +9,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/runner"
+	"github.com/cnibench/cnibench/internal/store"
 )
 
 const adaptiveSuite = `paths: [cross-node]
@@ -41,6 +44,7 @@ func runAdaptive(ctx context.Context, t *testing.T, dir string) {
 	if !strings.Contains(out, "precision: all 1 headline figures within ±60 % after") {
 		t.Errorf("a loose target was not reported as reached")
 	}
+	checkWarmupStored(ctx, t, filepath.Join(dir, "adaptive.db"))
 	out, took := run("0.001%", "40s")
 	for _, want := range []string{"would overrun the 40s budget", "still above ±0.001 %", "local cross-node tcp-stream/1 throughput_gbps: ±"} {
 		if !strings.Contains(out, want) {
@@ -53,5 +57,39 @@ func runAdaptive(ctx context.Context, t *testing.T, dir string) {
 	// Setup and teardown come on top of the budget's last round, not instead of it.
 	if took > 40*time.Second+2*time.Minute {
 		t.Errorf("the run took %s, far beyond its 40 s budget", took.Round(time.Second))
+	}
+}
+
+// checkWarmupStored reads the one run of a store: its warm-up round (round 0) is stored, marked
+// apart from the results, and the rounds after it are not marked.
+func checkWarmupStored(ctx context.Context, t *testing.T, results string) {
+	t.Helper()
+	db, err := store.Open(ctx, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs(ctx)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %d, %v; want 1", len(runs), err)
+	}
+	samples, err := db.Samples(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	warm := 0
+	for _, s := range samples {
+		if s.Path == runner.SetupPath {
+			continue
+		}
+		if s.Warmup != (s.Round == 0) {
+			t.Errorf("sample %d of round %d: warm-up %v", s.Seq, s.Round, s.Warmup)
+		}
+		if s.Warmup {
+			warm++
+		}
+	}
+	if warm != 1 {
+		t.Errorf("%d warm-up samples stored, want the one cell's", warm)
 	}
 }

@@ -97,9 +97,11 @@ func checkDatapath(ctx context.Context, t *testing.T, dp, name string, host host
 
 // TestDatapaths creates one cluster per datapath, once, a family's at once: each datapath's own
 // checks run on it, then the family is measured side by side in one interleaved run (`run
-// --datapaths`, which uses the clusters that exist), and after the last delete the host must be as before, with
-// no datapath's host paths and no changed sysctl. Clusters a family no longer needs are
-// deleted before the next family's are created, each checked to leave nothing of its own.
+// --datapaths`, which uses the clusters that exist), the last family's second and third also
+// as remote clusters reached by kubeconfig alone, and after the last delete the host must be
+// as before, with no datapath's host paths and no changed sysctl. Clusters a family no longer
+// needs are deleted before the next family's are created, each checked to leave nothing of
+// its own.
 func TestDatapaths(t *testing.T) {
 	for _, c := range []string{binaries.Flannel, binaries.Cilium, binaries.Calico} {
 		requireBuilt(t, c)
@@ -139,6 +141,10 @@ func TestDatapaths(t *testing.T) {
 			})
 		}
 		t.Run("interleaved "+strings.Join(family, ","), func(t *testing.T) { testInterleaved(ctx, t, family) })
+		if i == len(families)-1 {
+			remote := family[1:3]
+			t.Run("remote: "+strings.Join(remote, " and ")+" by kubeconfig", func(t *testing.T) { testRemoteClusters(ctx, t, remote) })
+		}
 		var next []string
 		if i+1 < len(families) {
 			next = families[i+1]
