@@ -15,30 +15,32 @@ import (
 // reportOptions are the flags and arguments of `cnibench report`.
 type reportOptions struct {
 	location string   // --store
-	output   string   // -o: the report file, "-" for stdout
-	format   string   // --format: html or md; empty means from the extension of -o
+	file     string   // --file: the report file, "-" for stdout
+	format   string   // -o: html or md; empty means from the extension of --file
 	runs     []string // run ids or unique prefixes, in the order given
 }
 
 func newReportCommand() *cobra.Command {
 	var o reportOptions
 	cmd := &cobra.Command{
-		Use:   "report RUN... -o FILE",
+		Use:   "report RUN... --file FILE",
 		Short: "Write stored runs as a self-contained HTML report with SVG charts, or as Markdown",
 		Long: `Writes one report of one or more stored runs (ids or unique prefixes of ids).
 
-HTML (-o report.html) is a single file that works offline and fetches nothing: the runs, the
-environment fingerprint of every target, and per workload a chart of each headline metric
+HTML (--file report.html) is a single file that works offline and fetches nothing: the runs,
+the environment fingerprint of every target, and per workload a chart of each headline metric
 (mean by path and target, 95 % confidence-interval whiskers, n, fraction of the host-network
 baseline), latency percentiles for tcp-rr/tcp-crr, CPU cost per unit of work, and a table of
 n, median, mean, 95 % CI, trimmed mean, outliers and fraction of the baseline.
 
-Markdown (-o report.md) holds the same figures as tables, for pasting into a review.
+Markdown (--file report.md) holds the same figures as tables, for pasting into a review.
+
+-o is the format, as in every command; by default the file's extension says it.
 
 With several runs, each run's targets are kept apart and labelled RUN/TARGET.`,
-		Example: `  cnibench report 20261121 -o report.html
-  cnibench report RUN_A RUN_B -o compare.md
-  cnibench report RUN -o - --format md`,
+		Example: `  cnibench report 20261121 --file report.html
+  cnibench report RUN_A RUN_B --file compare.md
+  cnibench report RUN --file - -o md`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			o.runs = args
@@ -47,39 +49,61 @@ With several runs, each run's targets are kept apart and labelled RUN/TARGET.`,
 	}
 	storeFlags(cmd, &o.location, false)
 	f := cmd.Flags()
-	f.StringVarP(&o.output, "output", "o", "", "report file (.html or .md), or - for stdout with --format")
-	f.StringVar(&o.format, "format", "", "html or md (default: from the extension of -o)")
+	f.StringVar(&o.file, "file", "", "report file (.html or .md), or - for stdout with -o")
+	formatFlags(cmd, &o.format, "", "html or md (default: from the extension of --file)")
 	return cmd
 }
 
-// reportFormat decides the format from --format, else from the extension of -o, and names
-// the flag to fix when it cannot.
-func (o reportOptions) reportFormat() (string, error) {
-	if o.output == "" {
-		return "", fmt.Errorf("-o is required: the report file, e.g. -o report.html or -o report.md (- for stdout)")
+// formatFlags binds -o, the output format, and --format, its former name in the commands that
+// write files, kept as a hidden alias: cobra prints a deprecation to stdout, which would
+// corrupt an export written there.
+func formatFlags(cmd *cobra.Command, format *string, def, usage string) {
+	f := cmd.Flags()
+	f.StringVarP(format, "output", "o", def, usage)
+	f.StringVar(format, "format", def, usage)
+	_ = f.MarkHidden("format")
+}
+
+// movedFileFlag explains a file name given to -o, where these commands took the file before
+// -o became the format in every command.
+func movedFileFlag(format string, formats ...string) error {
+	if strings.ContainsAny(format, "./") {
+		return fmt.Errorf("-o %q: -o is the format (%s); the file goes in --file %s", format, strings.Join(formats, ", "), format)
 	}
+	return fmt.Errorf("-o %q: expected %s", format, strings.Join(formats, ", "))
+}
+
+// reportFormat decides the format from -o, else from the extension of --file, and names the
+// flag to fix when it cannot.
+func (o reportOptions) reportFormat() (string, error) {
+	format := ""
 	switch strings.ToLower(o.format) {
 	case "html", "htm":
-		return "html", nil
+		format = "html"
 	case "md", "markdown":
-		return "md", nil
+		format = "md"
 	case "":
 	default:
-		return "", fmt.Errorf("--format %q: expected html or md", o.format)
+		return "", movedFileFlag(o.format, "html", "md")
 	}
-	if o.output == "-" {
-		return "", fmt.Errorf("-o -: writing to stdout needs --format html or --format md")
+	switch {
+	case o.file == "":
+		return "", fmt.Errorf("--file is required: the report file, e.g. --file report.html or --file report.md (- for stdout)")
+	case format != "":
+		return format, nil
+	case o.file == "-":
+		return "", fmt.Errorf("--file -: writing to stdout needs -o html or -o md")
 	}
-	switch strings.ToLower(filepath.Ext(o.output)) {
+	switch strings.ToLower(filepath.Ext(o.file)) {
 	case ".html", ".htm":
 		return "html", nil
 	case ".md", ".markdown":
 		return "md", nil
 	}
-	return "", fmt.Errorf("-o %s: cannot tell the format from the extension: name the file .html or .md, or add --format html|md", o.output)
+	return "", fmt.Errorf("--file %s: cannot tell the format from the extension: name the file .html or .md, or add -o html|md", o.file)
 }
 
-// run loads the runs and writes the report; stdout gets the report for -o -, else a line
+// run loads the runs and writes the report; stdout gets the report for --file -, else a line
 // saying where it went.
 func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	format, err := o.reportFormat()
@@ -110,12 +134,12 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 		}
 		return report.WriteHTML(w, docs)
 	}
-	if o.output == "-" {
+	if o.file == "-" {
 		return write(stdout)
 	}
-	if err := writeFileAtomic(o.output, write); err != nil {
+	if err := writeFileAtomic(o.file, write); err != nil {
 		return err
 	}
-	_, err = fmt.Fprintf(stdout, "wrote %s report of %d run(s) to %s\n", format, len(docs), o.output)
+	_, err = fmt.Fprintf(stdout, "wrote %s report of %d run(s) to %s\n", format, len(docs), o.file)
 	return err
 }

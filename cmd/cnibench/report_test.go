@@ -61,7 +61,7 @@ func TestReportCommand(t *testing.T) {
 	dir := t.TempDir()
 
 	html := filepath.Join(dir, "r.html")
-	if _, err := runReport("20260101", "20260102-000000-bbbb", "--store", loc, "-o", html); err != nil {
+	if _, err := runReport("20260101", "20260102-000000-bbbb", "--store", loc, "--file", html); err != nil {
 		t.Fatal(err)
 	}
 	page, err := os.ReadFile(html)
@@ -75,7 +75,7 @@ func TestReportCommand(t *testing.T) {
 	}
 
 	md := filepath.Join(dir, "r.md")
-	if _, err := runReport("20260101", "--store", loc, "-o", md); err != nil {
+	if _, err := runReport("20260101", "--store", loc, "--file", md); err != nil {
 		t.Fatal(err)
 	}
 	text, err := os.ReadFile(md)
@@ -86,9 +86,9 @@ func TestReportCommand(t *testing.T) {
 		t.Errorf("Markdown report is not a table report:\n%s", text)
 	}
 
-	out, err := runReport("20260101", "--store", loc, "-o", "-", "--format", "html")
+	out, err := runReport("20260101", "--store", loc, "--file", "-", "-o", "html")
 	if err != nil || !strings.HasPrefix(out, "<!DOCTYPE html>") {
-		t.Errorf("-o - --format html: err %v, output %.60q", err, out)
+		t.Errorf("--file - -o html: err %v, output %.60q", err, out)
 	}
 }
 
@@ -99,13 +99,15 @@ func TestReportCommandErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{[]string{"20260101", "--store", loc}, "-o is required"},
-		{[]string{"20260101", "--store", loc, "-o", filepath.Join(dir, "r.txt")}, "-o " + filepath.Join(dir, "r.txt")},
-		{[]string{"20260101", "--store", loc, "-o", filepath.Join(dir, "r.html"), "--format", "pdf"}, `--format "pdf"`},
-		{[]string{"20260101", "--store", loc, "-o", "-"}, "needs --format"},
-		{[]string{"2026", "--store", loc, "-o", filepath.Join(dir, "r.html")}, "ambiguous"},
-		{[]string{"nope", "--store", loc, "-o", filepath.Join(dir, "r.html")}, "not found"},
-		{[]string{"20260101", "--store", filepath.Join(dir, "missing.db"), "-o", filepath.Join(dir, "r.html")}, "--store"},
+		{[]string{"20260101", "--store", loc}, "--file is required"},
+		{[]string{"20260101", "--store", loc, "--file", filepath.Join(dir, "r.txt")}, "--file " + filepath.Join(dir, "r.txt")},
+		{[]string{"20260101", "--store", loc, "--file", filepath.Join(dir, "r.html"), "-o", "pdf"}, `-o "pdf": expected html, md`},
+		// The file where -o took it before -o was the format in every command.
+		{[]string{"20260101", "--store", loc, "-o", filepath.Join(dir, "r.html")}, "the file goes in --file " + filepath.Join(dir, "r.html")},
+		{[]string{"20260101", "--store", loc, "--file", "-"}, "needs -o html"},
+		{[]string{"2026", "--store", loc, "--file", filepath.Join(dir, "r.html")}, "ambiguous"},
+		{[]string{"nope", "--store", loc, "--file", filepath.Join(dir, "r.html")}, "not found"},
+		{[]string{"20260101", "--store", filepath.Join(dir, "missing.db"), "--file", filepath.Join(dir, "r.html")}, "--store"},
 	} {
 		_, err := runReport(c.args...)
 		if err == nil || !strings.Contains(err.Error(), c.want) {

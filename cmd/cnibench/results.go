@@ -135,7 +135,8 @@ func newResultsExportCommand(location *string) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "export RUN",
 		Short: "Export a stored run as CSV, JSON or OpenMetrics",
-		Long: `Writes a stored run (id or unique prefix) to stdout or to a file:
+		Long: `Writes a stored run (id or unique prefix) to stdout or to a file (--file), in the format -o
+names:
   csv          one row per sample and value: run, seq, round, warmup, target, path, workload,
                started, kind (metric|resource), name, value, error; every sample included
   json         the run, its targets with fingerprints, every sample with its raw tool output
@@ -145,7 +146,7 @@ func newResultsExportCommand(location *string) *cobra.Command {
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if !validFormat(format, export.Formats()...) {
-				return fmt.Errorf("--format %q: expected one of %s", format, strings.Join(export.Formats(), ", "))
+				return movedFileFlag(format, export.Formats()...)
 			}
 			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
 			if err != nil {
@@ -157,9 +158,8 @@ func newResultsExportCommand(location *string) *cobra.Command {
 			return writeFileAtomic(file, func(w io.Writer) error { return export.Write(w, format, b) })
 		},
 	}
-	f := cmd.Flags()
-	f.StringVar(&format, "format", export.FormatCSV, "export format: "+strings.Join(export.Formats(), ", "))
-	f.StringVarP(&file, "output", "o", "", "write to this file instead of stdout")
+	formatFlags(cmd, &format, export.FormatCSV, "export format: "+strings.Join(export.Formats(), ", "))
+	cmd.Flags().StringVar(&file, "file", "", "write to this file instead of stdout")
 	return cmd
 }
 
@@ -168,7 +168,7 @@ func newResultsExportCommand(location *string) *cobra.Command {
 func writeFileAtomic(path string, write func(io.Writer) error) error {
 	tmp, err := os.CreateTemp(filepath.Dir(path), "."+filepath.Base(path)+".*")
 	if err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	defer os.Remove(tmp.Name()) // fails harmlessly once renamed
 	if err := write(tmp); err != nil {
@@ -177,13 +177,13 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 	}
 	if err := tmp.Chmod(0o644); err != nil {
 		_ = tmp.Close()
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("-o %s: %w", path, err)
+		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	return nil
 }

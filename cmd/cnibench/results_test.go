@@ -139,7 +139,7 @@ func TestResultsShow(t *testing.T) {
 
 func TestResultsExport(t *testing.T) {
 	path := testStore(t)
-	out := mustExecute(t, newResultsCommand(), "export", cmdRun2, "--format", "csv", "--store", path)
+	out := mustExecute(t, newResultsCommand(), "export", cmdRun2, "-o", "csv", "--store", path)
 	records, err := csv.NewReader(strings.NewReader(out)).ReadAll()
 	// 1 warm-up + 8 measured samples with 2 values each, 1 failed sample with none.
 	if err != nil || len(records) != 1+9*2+1 || records[0][0] != "run" {
@@ -147,8 +147,8 @@ func TestResultsExport(t *testing.T) {
 	}
 
 	file := filepath.Join(t.TempDir(), "run.json")
-	if out := mustExecute(t, newResultsCommand(), "export", cmdRun1, "--format", "json", "-o", file, "--store", path); out != "" {
-		t.Errorf("export -o FILE printed %q", out)
+	if out := mustExecute(t, newResultsCommand(), "export", cmdRun1, "-o", "json", "--file", file, "--store", path); out != "" {
+		t.Errorf("export --file FILE printed %q", out)
 	}
 	f, err := os.Open(file)
 	if err != nil {
@@ -160,19 +160,24 @@ func TestResultsExport(t *testing.T) {
 		t.Errorf("exported json: %v, run %s, %d targets, %d samples", err, b.Run.ID, len(b.Targets), len(b.Samples))
 	}
 
+	// --format, -o's former name, still works.
 	out = mustExecute(t, newResultsCommand(), "export", cmdRun1, "--format", "openmetrics", "--store", path)
 	if !strings.HasPrefix(out, "# TYPE cnibench_run info\n") || !strings.HasSuffix(out, "# EOF\n") ||
 		strings.Count(out, "\ncnibench_throughput_gbps{") != 16 {
 		t.Errorf("export openmetrics:\n%s", out)
 	}
 
-	_, err = execute(t, newResultsCommand(), "export", cmdRun1, "--format", "xml", "--store", path)
-	if err == nil || !strings.Contains(err.Error(), "--format") {
-		t.Errorf("export --format xml: err = %v", err)
+	_, err = execute(t, newResultsCommand(), "export", cmdRun1, "-o", "xml", "--store", path)
+	if err == nil || !strings.Contains(err.Error(), `-o "xml": expected csv`) {
+		t.Errorf("export -o xml: err = %v", err)
 	}
 	bad := filepath.Join(t.TempDir(), "missing-dir", "out.csv")
 	if _, err = execute(t, newResultsCommand(), "export", cmdRun1, "-o", bad, "--store", path); err == nil ||
-		!strings.Contains(err.Error(), "-o "+bad) {
+		!strings.Contains(err.Error(), "the file goes in --file "+bad) {
+		t.Errorf("export -o FILE: err = %v", err)
+	}
+	if _, err = execute(t, newResultsCommand(), "export", cmdRun1, "--file", bad, "--store", path); err == nil ||
+		!strings.Contains(err.Error(), "--file "+bad) {
 		t.Errorf("export to a missing directory: err = %v", err)
 	}
 }

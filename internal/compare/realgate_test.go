@@ -15,7 +15,7 @@ import (
 // aaRun is a real A/A run on this kind of machine (2 cores, about 14 % steal): two identical
 // two-node bridge clusters measured interleaved at the default rounds (3, then more while a
 // headline's interval was wider than ±5 %), cross-node, tcp-stream/1, tcp-rr/64B and
-// tcp-crr/64B, exported with `cnibench results export RUN --format json`.
+// tcp-crr/64B, exported with `cnibench results export RUN -o json`.
 const aaRun = "testdata/aa-run.json"
 
 // bundleSource serves one exported run, as the store would.
