@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -31,6 +32,9 @@ import (
 )
 
 const runCluster = "cnbrun"
+
+// shortSamples is the number of samples shortSuite schedules: 5 paths x 5 workloads x 2 rounds.
+const shortSamples = 25 * 2
 
 // shortSuite covers every path and every workload, briefly.
 const shortSuite = `
@@ -90,7 +94,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 		// 5 paths x 5 workloads x 2 rounds (the warm-up round's storage is the precision
 		// test's), and the setup figures: the pods' startup, their memory, the Service's
 		// programming and a new pod's network readiness.
-		if want := 25*2 + 4; len(samples) != want {
+		if want := shortSamples + 4; len(samples) != want {
 			t.Errorf("%d samples stored, want %d", len(samples), want)
 		}
 		for _, s := range samples {
@@ -456,7 +460,7 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 // interruptRun sends SIGINT to a run after a few samples and checks what it leaves.
 func interruptRun(ctx context.Context, t *testing.T, suiteFile, results string, w *workload) {
 	s := startCLI(t, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results)
-	if !s.waitLine(t, "[  4/75]", 5*time.Minute) {
+	if !s.waitLine(t, fmt.Sprintf("[  4/%d]", shortSamples), 5*time.Minute) {
 		t.Fatalf("run ended early:\n%s", s.output())
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
@@ -482,7 +486,7 @@ func interruptRun(ctx context.Context, t *testing.T, suiteFile, results string, 
 	if err != nil {
 		t.Fatal(err)
 	}
-	if last.Status != "partial" || len(samples) < 4 || len(samples) >= 75 {
+	if last.Status != "partial" || len(samples) < 4 || len(samples) >= shortSamples {
 		t.Errorf("interrupted run %s: status %q with %d samples", last.ID, last.Status, len(samples))
 	}
 	for _, smp := range samples {
