@@ -11,7 +11,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/runner"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 const adaptiveSuite = `paths: [cross-node]
@@ -64,19 +63,7 @@ func runAdaptive(ctx context.Context, t *testing.T, dir string) {
 // apart from the results, and the rounds after it are not marked.
 func checkWarmupStored(ctx context.Context, t *testing.T, results string) {
 	t.Helper()
-	db, err := store.Open(ctx, results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	runs, err := db.Runs(ctx)
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs: %d, %v; want 1", len(runs), err)
-	}
-	samples, err := db.Samples(ctx, runs[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, samples := onlyRun(ctx, t, results, "")
 	warm := 0
 	for _, s := range samples {
 		if s.Path == runner.SetupPath {

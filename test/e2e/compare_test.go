@@ -53,12 +53,8 @@ reference:
 	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--datapaths", strings.Join(dps, ","),
+	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--datapaths", strings.Join(dps, ","),
 		"--results", filepath.Join(dir, "results.db"), "-o", "json")
-	t.Logf("progress:\n%s", stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout)
-	}
 	var doc struct {
 		Run     struct{ Status string }
 		Targets []struct {
@@ -196,11 +192,7 @@ precision: off
 `), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--results", results, "-o", "json")
-	t.Logf("progress:\n%s", stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout)
-	}
+	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--results", results, "-o", "json")
 	var doc struct {
 		Run     struct{ ID string }
 		Verdict []struct {

@@ -86,21 +86,9 @@ var progressLine = regexp.MustCompile(`(?m)^\[\s*\d+/\d+\]`)
 // checkLossStored checks the store after the run: partial, every sample the progress reported
 // stored, good ones measured, and every failure explained by what was lost.
 func checkLossStored(ctx context.Context, t *testing.T, results, out string) {
-	db, err := store.Open(ctx, results)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	runs, err := db.Runs(ctx)
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs: %v, %v", runs, err)
-	}
-	if runs[0].Status != store.StatusPartial || !strings.Contains(runs[0].Note, "kube-apiserver") {
-		t.Errorf("run status %q, note %q; want partial, naming kube-apiserver", runs[0].Status, runs[0].Note)
-	}
-	samples, err := db.Samples(ctx, runs[0].ID)
-	if err != nil {
-		t.Fatal(err)
+	run, samples := onlyRun(ctx, t, results, out)
+	if run.Status != store.StatusPartial || !strings.Contains(run.Note, "kube-apiserver") {
+		t.Errorf("run status %q, note %q; want partial, naming kube-apiserver", run.Status, run.Note)
 	}
 	var measured, good int
 	named := map[string]bool{}

@@ -15,7 +15,6 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/store"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
@@ -141,19 +140,7 @@ func TestTrafficEngineering(t *testing.T) {
 		t.Fatal(err)
 	}
 	out, _ = cli(ctx, "run", "-f", brokenFile, "--results", broken, "-o", "json")
-	db, err := store.Open(ctx, broken)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	runs, err := db.Runs(ctx)
-	if err != nil || len(runs) != 1 {
-		t.Fatalf("runs of the broken gateway: %v, %d\n%s", err, len(runs), out)
-	}
-	samples, err := db.Samples(ctx, runs[0].ID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	_, samples := onlyRun(ctx, t, broken, "the broken gateway's run:\n"+out)
 	want := "came from " + p.NodeIP(1).String() + ", expected " + p.NodeIP(2).String() + " (the gateway node2)"
 	failed := 0
 	for _, s := range samples {

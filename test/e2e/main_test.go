@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
 
@@ -208,6 +209,38 @@ func cliSplit(ctx context.Context, args ...string) (string, string, error) {
 	cmd.Stdout, cmd.Stderr = &out, &errb
 	err := cmd.Run()
 	return out.String(), errb.String(), err
+}
+
+// runLogged runs `cnibench run` with args, logs its progress (stderr) and fails the test when it
+// fails; it returns the run's stdout and stderr.
+func runLogged(ctx context.Context, t *testing.T, args ...string) (stdout, stderr string) {
+	t.Helper()
+	stdout, stderr, err := cliSplit(ctx, append([]string{"run"}, args...)...)
+	t.Logf("progress:\n%s", stderr)
+	if err != nil {
+		t.Fatalf("run: %v\n%s", err, stdout)
+	}
+	return stdout, stderr
+}
+
+// onlyRun reads a store that must hold exactly one run: the run and its samples (detail names
+// the run in the failure).
+func onlyRun(ctx context.Context, t *testing.T, results, detail string) (store.Run, []store.Sample) {
+	t.Helper()
+	db, err := store.Open(ctx, results)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	runs, err := db.Runs(ctx)
+	if err != nil || len(runs) != 1 {
+		t.Fatalf("runs: %d, %v; want one\n%s", len(runs), err, detail)
+	}
+	samples, err := db.Samples(ctx, runs[0].ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return runs[0], samples
 }
 
 // requireBuilt fails the test when a component is not in the cache (the test script's setup

@@ -39,11 +39,7 @@ func testRemoteClusters(ctx context.Context, t *testing.T, dps []string) {
 	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--image", image, "--results", filepath.Join(dir, "results.db"), "-o", "json")
-	t.Logf("progress:\n%s", stderr)
-	if err != nil {
-		t.Fatalf("run: %v\n%s", err, stdout)
-	}
+	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--image", image, "--results", filepath.Join(dir, "results.db"), "-o", "json")
 	var doc struct {
 		Run     struct{ Status string }
 		Targets []struct {
