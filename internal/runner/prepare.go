@@ -244,15 +244,11 @@ func (r *run) teardown() error {
 	// Bounded, but generous: a slow control plane takes minutes to empty a namespace.
 	ctx, cancel := context.WithTimeout(context.Background(), 8*time.Minute)
 	defer cancel()
-	var released []provider
 	errs := make([]error, len(r.targets))
 	var wg sync.WaitGroup
 	for i, tg := range r.targets {
 		if tg.provider == nil {
 			continue
-		}
-		if !slices.Contains(released, tg.provider) {
-			released = append(released, tg.provider)
 		}
 		if tg.lost.controlPlane && !tg.provider.releasesObjects() {
 			errs[i] = fmt.Errorf("target %s: the run's objects (namespace %s, label %s=%s) stay: %s", tg.name, tg.namespace, kube.LabelRun, r.id, tg.lost)
@@ -281,15 +277,10 @@ func (r *run) teardown() error {
 		}
 	}
 	wg.Wait()
-	// Also the clusters created at once before any target on them was prepared, when one
-	// create failed.
+	// Every provider of the run, each once: the targets' and those of clusters created at
+	// once before any target on them was prepared, when one create failed.
 	for _, key := range slices.Sorted(maps.Keys(r.providers)) {
-		if p := r.providers[key]; !slices.Contains(released, p) {
-			released = append(released, p)
-		}
-	}
-	for _, p := range released {
-		errs = append(errs, p.release(ctx))
+		errs = append(errs, r.providers[key].release(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -156,9 +156,9 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	return got, err
 }
 
-// concurrentCreates bounds the local clusters a run creates at once: three at once took 93 s
-// where one after the other took 141 s (five clusters, two of them Cilium's, on two vCPUs),
-// and more would stretch each create towards its wait.
+// concurrentCreates bounds the local clusters a run creates at once. Five at once took 93 s
+// where one after the other took 141 s (two of them Cilium's, on two vCPUs), each create
+// stretched towards its 3-minute wait: three keeps most of the gain with room to spare.
 const concurrentCreates = 3
 
 // createMissing creates the run's absent local clusters at once, each create's progress
@@ -171,7 +171,10 @@ func (r *run) createMissing(ctx context.Context) error {
 			continue
 		}
 		p, ok := r.providerFor(t).(*localProvider)
-		if _, err := r.opts.Layout.ReadSpec(t.Local.Cluster); ok && p.got == nil && !slices.Contains(missing, p) && errors.Is(err, fs.ErrNotExist) {
+		if !ok || p.got != nil || slices.Contains(missing, p) {
+			continue
+		}
+		if _, err := r.opts.Layout.ReadSpec(t.Local.Cluster); errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, p)
 		}
 	}
@@ -212,8 +215,8 @@ func (p *localProvider) release(ctx context.Context) error {
 
 // remoteProvider connects to an existing cluster, which it never changes beyond the run's own
 // objects; its nodes pull the tools image from a registry. Used by pointer: the targets of a
-// cluster's runtimes share it, and teardown tells providers apart by identity (the target it
-// holds is not comparable).
+// cluster's runtimes share it, and the target it holds is not comparable, so a value would
+// panic wherever providers are compared.
 type remoteProvider struct {
 	target suite.Target
 	image  string
