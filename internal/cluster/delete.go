@@ -113,10 +113,16 @@ func (d deleter) stopAll(ctx context.Context) {
 	}
 	stopPids(ctx, containers, 0)
 	stopPids(ctx, byPidFile("-containerd"), 10*time.Second)
-	stopPids(ctx, d.cg.pidsUnder(root), 5*time.Second)
-	stopPids(ctx, byPidFile("kube-scheduler", "kube-controller-manager"), 5*time.Second)
-	stopPids(ctx, byPidFile("kube-apiserver"), 10*time.Second)
-	stopPids(ctx, byPidFile("etcd"), 10*time.Second)
+	// Everything else but the API server and etcd at once: shims, datapath daemons, the
+	// external host, the controllers. The API server is left out because without etcd it
+	// does not exit on SIGTERM: stopped together, it held every delete for the whole grace.
+	apiserver, etcd := byPidFile("kube-apiserver"), byPidFile("etcd")
+	rest := slices.DeleteFunc(d.cg.pidsUnder(root), func(pid int) bool {
+		return slices.Contains(apiserver, pid) || slices.Contains(etcd, pid)
+	})
+	stopPids(ctx, rest, 5*time.Second)
+	stopPids(ctx, apiserver, 10*time.Second)
+	stopPids(ctx, etcd, 10*time.Second)
 	// Empty must stay empty for a few checks: a daemon whose starter was killed mid-start may
 	// still be in its nsenter/sh prologue, about to join the cgroup.
 	for i, empty := 0, 0; i < 100 && empty < 3; i++ {
