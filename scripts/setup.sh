@@ -23,6 +23,7 @@ PACKAGES=(
 	clang llvm ipset
 	conmon skopeo libseccomp-dev pkg-config
 	postgresql chromium python3-prometheus-client
+	linux-perf
 )
 # apt lists older than this are refreshed before installing anything.
 APT_MAX_AGE_SECONDS=86400

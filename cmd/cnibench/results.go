@@ -23,7 +23,7 @@ func newResultsCommand() *cobra.Command {
 	}
 	storeFlags(cmd, &location, true)
 	cmd.AddCommand(newResultsListCommand(&location), newResultsShowCommand(&location),
-		newResultsDeleteCommand(&location), newResultsExportCommand(&location))
+		newResultsDeleteCommand(&location), newResultsExportCommand(&location), newResultsFlameGraphCommand(&location))
 	return cmd
 }
 
@@ -186,4 +186,43 @@ func writeFileAtomic(path string, write func(io.Writer) error) error {
 		return fmt.Errorf("--file %s: %w", path, err)
 	}
 	return nil
+}
+
+func newResultsFlameGraphCommand(location *string) *cobra.Command {
+	var o report.FlameGraphOptions
+	var output, file string
+	cmd := &cobra.Command{
+		Use:   "flamegraph RUN",
+		Short: "Write the flame graph of one profiled cell of a run (SVG, or folded stacks)",
+		Long: `Writes where the host's CPU time went during one cell's measured samples of a run made with
+--profile: an SVG flame graph that opens offline in any browser, or the folded stacks
+(-o folded) that FlameGraph's and speedscope's tools read. Without --target, --path and
+--workload the error lists the run's profiled cells.`,
+		Example: "  cnibench results flamegraph 20261126-1430 --target flannel-vxlan --path cross-node --workload tcp-stream/1 --file vxlan.svg",
+		Args:    cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if !validFormat(output, "svg", "folded") {
+				return fmt.Errorf("-o %q: expected svg or folded", output)
+			}
+			o.Folded = output == "folded"
+			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
+			if err != nil {
+				return err
+			}
+			doc := report.NewDocument(b.Run, b.Targets, b.Samples)
+			write := func(w io.Writer) error { return report.WriteFlameGraphOf(w, doc, o) }
+			if file == "" || file == "-" {
+				return write(cmd.OutOrStdout())
+			}
+			return writeFileAtomic(file, write)
+		},
+	}
+	f := cmd.Flags()
+	f.StringVar(&o.Target, "target", "", "the target of the cell")
+	f.StringVar(&o.Path, "path", "", "the path of the cell, e.g. cross-node")
+	f.StringVar(&o.Workload, "workload", "", "the workload of the cell as stored, e.g. tcp-stream/1")
+	f.IntVar(&o.Pairs, "pairs", 1, "the pairs level of the cell")
+	f.StringVarP(&output, "output", "o", "svg", "output format: svg or folded")
+	f.StringVar(&file, "file", "", "write to this file instead of standard output")
+	return cmd
 }

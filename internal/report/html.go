@@ -18,11 +18,13 @@ type htmlPage struct {
 	Verdict []htmlVerdict
 	// References set each run's study beside it.
 	References []htmlRef
-	Runs       []htmlRun
-	EnvHead    []string
-	Env        []htmlEnvRow
-	Sections   []htmlSection
-	Head       []string
+	// Profiles are the flame graphs of profiled cells.
+	Profiles []htmlProfile
+	Runs     []htmlRun
+	EnvHead  []string
+	Env      []htmlEnvRow
+	Sections []htmlSection
+	Head     []string
 }
 
 // htmlRun is a run in the page header.
@@ -122,6 +124,7 @@ func (m model) htmlPage() htmlPage {
 		if d.Reference != nil {
 			p.References = append(p.References, htmlReference(d.Reference, d.Targets))
 		}
+		p.Profiles = append(p.Profiles, htmlProfiles(run, d.Profiles)...)
 	}
 	for _, t := range m.targets {
 		p.EnvHead = append(p.EnvHead, t.label)
@@ -355,6 +358,13 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{end}}
+{{if .Profiles}}
+<h2 id="profiles">Where the CPU goes</h2>
+<p class="desc">Flame graphs of the host's busy CPU samples during the measured windows (perf): each box is a function, as wide as the samples it was on the stack of, its callers below it; warm colours are the kernel's, cool ones user code. Hover a box for its share.</p>
+{{range .Profiles}}<figure><figcaption><b>{{.Title}}</b><span class="desc">{{.Line}}</span></figcaption>
+<div class="scroll">{{.SVG}}</div>
+</figure>
+{{end}}{{end}}
 <h2>Runs</h2>
 <div class="scroll"><table>
 <tr><th>Run</th><th>Status</th><th>Started</th><th>Finished</th><th>Took</th><th>Seed</th><th>Version</th><th>Targets</th><th>Note</th></tr>

@@ -313,6 +313,7 @@ func WriteMarkdown(w io.Writer, docs []Document) error {
 
 	for _, d := range docs {
 		writeReferenceMarkdown(bw, d.Reference, d.Targets)
+		writeProfilesMarkdown(bw, d.Profiles)
 	}
 	fmt.Fprint(bw, "## Environment\n\n")
 	head := []string{"Key"}

@@ -26,12 +26,18 @@ type Document struct {
 	Verdict []analysis.VerdictLine `json:"verdict,omitempty"`
 	// Reference sets the figures of the study the suite reproduces beside the run's.
 	Reference *analysis.ReferenceTable `json:"reference,omitempty"`
+	// Profiles is where the CPU time went in each profiled cell (runs with profile on).
+	Profiles []analysis.ProfileCell `json:"profiles,omitempty"`
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
 func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) Document {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
 	return Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples),
-		Reference: referenceOf(run, samples)}
+		Reference: referenceOf(run, samples), Profiles: analysis.Profiles(names, samples)}
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -86,6 +92,9 @@ func jsonSafe(d Document) any {
 	if d.Reference != nil {
 		head["reference"] = referenceJSON(d.Reference)
 	}
+	if len(d.Profiles) > 0 {
+		head["profiles"] = profilesJSON(d.Profiles)
+	}
 	return head
 }
 
@@ -127,6 +136,7 @@ func Table(w io.Writer, d Document) error {
 	WriteRanking(w, d.Ranking)
 	WriteVerdict(w, d.Verdict)
 	writeReference(w, d.Reference, d.Targets)
+	writeProfiles(w, d.Profiles, true)
 	return nil
 }
 

@@ -71,6 +71,7 @@ func Brief(w io.Writer, d Document) error {
 	header(w, d)
 	WriteVerdict(w, d.Verdict)
 	writeReference(w, d.Reference, d.Targets)
+	writeProfiles(w, d.Profiles, false)
 	if l := IntervalLegend(d.Rows); l != "" {
 		fmt.Fprintln(w, l)
 	}

@@ -147,7 +147,7 @@ func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, u
 	confirm := 3
 	argv := agentcmd.RunCmd{Barrier: true, Command: agentcmd.ProbeCmd{Target: net.JoinHostPort(ip, strconv.Itoa(port)), Until: until,
 		Interval: probeInterval, Timeout: probeTimeout, Confirm: &confirm, MaxWait: enforceTimeout}.Argv()}.Argv()
-	reports, err := r.runPairs(ctx, tg, [][]string{argv}, []pairEnd{{clientPod: client}}, enforceTimeout+time.Minute, change)
+	reports, err := r.runPairs(ctx, tg, [][]string{argv}, []pairEnd{{clientPod: client}}, enforceTimeout+time.Minute, releaseHooks{after: change})
 	if err != nil {
 		return time.Time{}, err
 	}

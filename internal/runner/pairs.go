@@ -85,10 +85,18 @@ type pairRun struct {
 	err    error
 }
 
+// releaseHooks run around the release of a sample's clients; either may be nil.
+type releaseHooks struct {
+	// before runs once every client waits at the barrier, right before the release; an
+	// error releases them to end at once and fails the sample.
+	before func() error
+	// after runs right after the release, while the clients run; an error fails the sample.
+	after func() error
+}
+
 // runPairs starts every pair's client, waits until all of them wait at the barrier, releases
-// them together and collects their reports. One client that fails fails the sample. released,
-// when set, runs right after the release, while the clients run.
-func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends []pairEnd, timeout time.Duration, released func() error) ([]agent.RunReport, error) {
+// them together and collects their reports. One client that fails fails the sample.
+func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends []pairEnd, timeout time.Duration, hooks releaseHooks) ([]agent.RunReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	runs := make([]*pairRun, len(ends))
@@ -130,10 +138,15 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 			}
 		}
 	}
-	release()
 	var hookErr error
-	if released != nil {
-		if hookErr = released(); hookErr != nil {
+	if hooks.before != nil {
+		if hookErr = hooks.before(); hookErr != nil {
+			cancel()
+		}
+	}
+	release()
+	if hooks.after != nil && hookErr == nil {
+		if hookErr = hooks.after(); hookErr != nil {
 			cancel()
 		}
 	}

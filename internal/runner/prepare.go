@@ -36,6 +36,7 @@ type target struct {
 	lost         loss           // what of its cluster went down during the run
 	ext          *externalHost  // the server outside the cluster, for the egress paths
 	gateway      *splitGateway  // the Gateway API split, for the gateway path
+	profiler     cpuProfiler    // nil: the run records no CPU profiles of this target
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -215,6 +216,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
 	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
+	r.profilerFor(t, tg)
 	if err := r.prepareExternal(ctx, tg, got.external); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}

@@ -128,6 +128,9 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
 	// Setup samples are numbered after the schedule's.
 	r.seq = len(steps)
+	if err := r.checkProfiler(ctx); err != nil {
+		return res, err
+	}
 	if err := r.createMissing(ctx); err != nil {
 		return res, err
 	}

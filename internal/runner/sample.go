@@ -103,7 +103,19 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	if err != nil {
 		return fail(err)
 	}
-	reports, err := r.runPairs(ctx, tg, argvs, ends, st.Duration+45*time.Second+time.Duration(n)*200*time.Millisecond, nil)
+	var prof profiling
+	var hooks releaseHooks
+	if tg.profiler != nil && !st.Warmup() {
+		// perf sets up while the clients start; its window opens right before their release.
+		prof.start(ctx, tg.profiler)
+		hooks.before = func() error {
+			prof.enable()
+			return nil
+		}
+	}
+	reports, err := r.runPairs(ctx, tg, argvs, ends, st.Duration+45*time.Second+time.Duration(n)*200*time.Millisecond, hooks)
+	// Also when the sample failed: the recording must end and its file go.
+	s.Profile = prof.folded(ctx)
 	if err != nil {
 		return fail(err)
 	}

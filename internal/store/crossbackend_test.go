@@ -55,7 +55,7 @@ func fixture(t *testing.T, d *DB) {
 			Raw: "\x00", Error: "refused \xc3"},
 		{RunID: runs[0].ID, Seq: 2, Target: "_a", Started: time.Date(2262, 4, 11, 23, 47, 16, 854775807, time.UTC),
 			Resources: map[string]float64{"x": 0}},
-		{RunID: runs[1].ID, Seq: 0, Target: "a", Started: t0(), Raw: "é"},
+		{RunID: runs[1].ID, Seq: 0, Target: "a", Started: t0(), Raw: "é", Profile: "swapper;do_idle_[k] 3\n"},
 	}
 	for _, s := range samples {
 		if err := d.AddSample(ctx, s); err != nil {

@@ -31,10 +31,10 @@ func (d *DB) AddSample(ctx context.Context, s Sample) error {
 	}
 	err := inTx(ctx, d.db, func(tx *sql.Tx) error {
 		if _, err := d.exec(ctx, tx, `INSERT INTO samples
-			(run_id, seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error)
-			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			(run_id, seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error, profile)
+			VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
 			s.RunID, s.Seq, s.Round, warmup, s.Target, s.Path, s.Workload, max(s.Pairs, 1), strings.Join(s.Flags, ","),
-			formatTime(s.Started), s.Duration.Nanoseconds(), d.dialect.rawArg(s.Raw), cleanText(s.Error)); err != nil {
+			formatTime(s.Started), s.Duration.Nanoseconds(), d.dialect.rawArg(s.Raw), cleanText(s.Error), cleanText(s.Profile)); err != nil {
 			return err
 		}
 		if err := d.insertValues(ctx, tx, metricsTable, s, s.Metrics); err != nil {
@@ -162,7 +162,7 @@ func (d *DB) Samples(ctx context.Context, runID string) ([]Sample, error) {
 }
 
 func (d *DB) querySamples(ctx context.Context, runID string) ([]Sample, error) {
-	rows, err := d.query(ctx, d.db, `SELECT seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error
+	rows, err := d.query(ctx, d.db, `SELECT seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error, profile
 		FROM samples WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, err
@@ -177,7 +177,7 @@ func (d *DB) querySamples(ctx context.Context, runID string) ([]Sample, error) {
 			raw                []byte // TEXT in SQLite, BYTEA in PostgreSQL: both scan as bytes
 		)
 		if err := rows.Scan(&s.Seq, &s.Round, &warmup, &s.Target, &s.Path, &s.Workload, &s.Pairs, &flags,
-			&started, &durationNS, &raw, &s.Error); err != nil {
+			&started, &durationNS, &raw, &s.Error, &s.Profile); err != nil {
 			return nil, err
 		}
 		s.Raw = string(raw)

@@ -135,6 +135,14 @@ func migrations(dl dialect) []migration {
 				`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
 			},
 		},
+		{
+			version: 5,
+			name:    "CPU profiles of samples",
+			stmts: []string{
+				// Folded stacks of the host's CPUs during the sample's measured window.
+				`ALTER TABLE samples ADD COLUMN profile TEXT NOT NULL DEFAULT ''`,
+			},
+		},
 	}
 }
 

@@ -94,6 +94,10 @@ type Sample struct {
 	Error     string             // set when the sample failed (Metrics then empty); NUL and invalid UTF-8 become U+FFFD
 	// Flags name conditions that make the sample suspect, e.g. FlagSkew; each a word.
 	Flags []string
+	// Profile is where the host's CPU time went during the measured window, as folded stacks
+	// (internal/profile), for runs that asked for it; "" when none was recorded. Lines starting
+	// with "#" say how it was recorded, or why it could not be.
+	Profile string
 }
 
 // Sample flags.

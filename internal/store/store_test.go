@@ -39,7 +39,8 @@ func testRoundTrip(t *testing.T, b backend) {
 			Started: t0(), Duration: 10*time.Second + 7, Metrics: map[string]float64{"throughput_bps": 9.4e9, "retransmits": 0},
 			Resources: map[string]float64{"node_cpu_pct": 12.5, "cpu_s_per_gb": 0.0123}, Raw: `{"end":{}}` + "\n\x01é"},
 		{RunID: run.ID, Seq: 1, Round: 1, Target: "b", Path: "pod-svc", Workload: "tcp-crr", Pairs: 99,
-			Started: t0().Add(time.Minute), Duration: time.Second, Error: "connection refused"},
+			Started: t0().Add(time.Minute), Duration: time.Second, Error: "connection refused",
+			Profile: "# perf record\niperf3;main;vxlan_xmit_[k] 7\n"},
 		{RunID: run.ID, Seq: 2, Round: 1, Target: "a", Path: "pod-pod/cross-node", Workload: "udp-rr", Pairs: 10, Flags: []string{"start-skew", "other"},
 			Started: t0().Add(2 * time.Minute), Metrics: map[string]float64{"p99_us": -1.5e-300, "max": 1.7976931348623157e308}},
 	}

@@ -29,6 +29,7 @@ type Overrides struct {
 	Budget              time.Duration // 0 keeps the suite's
 	Margin              float64       // 0 keeps the suite's
 	Pods                string        // empty keeps the suite's
+	Profile             bool          // records CPU profiles (true turns it on, false keeps the suite's)
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
 }
@@ -128,6 +129,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	if o.Pods != "" {
 		s.Pods = o.Pods
+	}
+	if o.Profile {
+		s.Profile = true
 	}
 	// A study's figures follow what the flags kept of the suite: a figure of a target or path
 	// the flags replaced has nothing to stand beside.

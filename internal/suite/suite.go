@@ -99,6 +99,10 @@ type Suite struct {
 	Pods string `json:"pods,omitempty"`
 	// Reference holds a published study's figures, which reports show beside the run's.
 	Reference *Reference `json:"reference,omitempty"`
+	// Profile records where the host's CPU time goes during every measured sample of a local
+	// cluster (perf, all CPUs, kernel and user stacks), stored with the sample; a remote
+	// cluster's samples say it is not available there.
+	Profile bool `json:"profile,omitempty"`
 }
 
 // How long the run's pods live (Suite.Pods).

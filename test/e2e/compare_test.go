@@ -53,8 +53,13 @@ reference:
 	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--datapaths", strings.Join(dps, ","),
-		"--results", filepath.Join(dir, "results.db"), "-o", "json")
+	results := filepath.Join(dir, "results.db")
+	args := []string{"-f", suiteFile, "--datapaths", strings.Join(dps, ","), "--results", results, "-o", "json"}
+	if study {
+		// Where the CPU goes, on the family with encapsulating and routed datapaths.
+		args = append(args, "--profile")
+	}
+	stdout, stderr := runLogged(ctx, t, args...)
 	var doc struct {
 		Run     struct{ Status string }
 		Targets []struct {
@@ -66,6 +71,7 @@ reference:
 			Entries                []struct{ Target, Verdict string }
 		}
 		Rows      []jsonRow
+		Profiles  []jsonProfile
 		Reference struct {
 			Rows []struct {
 				Target, Direction string
@@ -79,6 +85,7 @@ reference:
 		t.Fatalf("json: %v\n%s", err, stdout)
 	}
 	if study {
+		checkProfiles(ctx, t, results, dps, doc.Profiles)
 		// A direction needs two samples of each target: a sample that failed its three tries
 		// leaves one, and no comparison to make.
 		if rows := doc.Reference.Rows; len(rows) != 2 || !rows[0].Measured || rows[0].Ours <= 0 || rows[1].Ours <= 0 ||

@@ -30,6 +30,7 @@ func daemonNames() map[string]bool {
 		"containerd-shim", "runc", "crun", "coredns", "iperf3", "sockperf",
 		"flanneld", "cilium-agent", "cilium-operator", "pause", "cnb-pause",
 		"runsc", "runsc-gofer", "runsc-sandbox", "containerd-shim-runsc-v1", "stress-ng",
+		"perf", // a profiled sample's recording
 	} {
 		names[n] = true
 	}
