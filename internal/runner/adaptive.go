@@ -137,7 +137,7 @@ func extraRound(s suite.Suite, misses []Miss, round, seq int) []Step {
 	var steps []Step
 	for _, c := range shuffle(cells, rng, s.PerRound()) {
 		seq++
-		steps = append(steps, Step{Seq: seq, Round: round, Combo: c, Duration: s.Duration.Duration})
+		steps = append(steps, Step{Seq: seq, Round: round, Combo: c, Duration: c.Workload.SampleDuration(s)})
 	}
 	markBlocks(steps, s.PerRound())
 	return steps

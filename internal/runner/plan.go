@@ -39,11 +39,11 @@ func Schedule(s suite.Suite, seed int64) []Step {
 		first = 1
 	}
 	for round := first; round <= s.Repetitions; round++ {
-		d := s.Duration.Duration
-		if round == 0 {
-			d = s.Warmup.Duration
-		}
 		for _, c := range shuffle(cells, rng, s.PerRound()) {
+			d := c.Workload.SampleDuration(s)
+			if round == 0 {
+				d = s.Warmup.Duration
+			}
 			steps = append(steps, Step{Seq: len(steps) + 1, Round: round, Combo: c, Duration: d})
 		}
 	}

@@ -33,6 +33,25 @@ func TestScheduleWithoutWarmup(t *testing.T) {
 	}
 }
 
+// A workload with a duration of its own is measured for it; its warm-up is the suite's.
+func TestScheduleWorkloadDuration(t *testing.T) {
+	s := suite.Default()
+	s.Repetitions = 2
+	s.Workloads = []suite.Workload{{Kind: "tcp-stream", Streams: 1}, {Kind: "tcp-rr", Size: 64, Duration: suite.Duration{Duration: 75 * time.Second}}}
+	for _, st := range Schedule(s, 3) {
+		want := s.Duration.Duration
+		switch {
+		case st.Warmup():
+			want = s.Warmup.Duration
+		case st.Combo.Workload.Kind == "tcp-rr":
+			want = 75 * time.Second
+		}
+		if st.Duration != want {
+			t.Errorf("step %d (%s, round %d): %s, want %s", st.Seq, st.Combo.Workload.Kind, st.Round, st.Duration, want)
+		}
+	}
+}
+
 func TestScheduleInterleavesEveryRound(t *testing.T) {
 	s := suite.Default()
 	s.Repetitions = 6

@@ -30,6 +30,7 @@ type Overrides struct {
 	Margin              float64       // 0 keeps the suite's
 	Pods                string        // empty keeps the suite's
 	Profile             bool          // records CPU profiles (true turns it on, false keeps the suite's)
+	Faithful            bool          // measures with the study's own sample durations (reference.durations)
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
 }
@@ -132,6 +133,12 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	if o.Profile {
 		s.Profile = true
+	}
+	if o.Faithful {
+		var err error
+		if s, err = s.Faithful(); err != nil {
+			return Suite{}, err
+		}
 	}
 	// A study's figures follow what the flags kept of the suite: a figure of a target or path
 	// the flags replaced has nothing to stand beside.

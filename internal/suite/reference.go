@@ -2,7 +2,9 @@ package suite
 
 import (
 	"fmt"
+	"maps"
 	"slices"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
 )
@@ -14,6 +16,23 @@ type Reference struct {
 	// needs to weigh a difference.
 	Study   string            `json:"study"`
 	Figures []ReferenceFigure `json:"figures"`
+	// Durations are the study's own sample durations by workload kind (its iperf3 -t, its
+	// netperf -l), which --faithful measures with instead of the suite's quicker ones.
+	Durations map[string]Duration `json:"durations,omitempty"`
+}
+
+// Faithful gives each workload of s the study's sample duration for its kind.
+func (s Suite) Faithful() (Suite, error) {
+	if s.Reference == nil || len(s.Reference.Durations) == 0 {
+		return s, fmt.Errorf("--faithful: the suite names no study durations (reference.durations, e.g. {tcp-stream: 30s})")
+	}
+	s.Workloads = slices.Clone(s.Workloads)
+	for i, w := range s.Workloads {
+		if d, ok := s.Reference.Durations[w.Kind]; ok {
+			s.Workloads[i].Duration = d
+		}
+	}
+	return s, nil
 }
 
 // ReferenceFigure is one figure of the study, located in the suite's matrix.
@@ -46,9 +65,21 @@ func (s Suite) validateReference() []error {
 	if len(r.Figures) == 0 {
 		add("reference.figures: expected at least one figure")
 	}
-	var targets, workloads []string
+	var targets, workloads, kinds []string
 	for _, t := range s.Targets {
 		targets = append(targets, t.Name)
+	}
+	for _, w := range s.Workloads {
+		kinds = append(kinds, w.Kind)
+	}
+	for _, kind := range slices.Sorted(maps.Keys(r.Durations)) {
+		d := r.Durations[kind].Duration
+		if !slices.Contains(kinds, kind) {
+			add("reference.durations.%s: expected a workload kind of the suite %v", kind, kinds)
+		}
+		if d < time.Second || d%time.Second != 0 {
+			add("reference.durations.%s: expected whole seconds, at least 1s, got %s", kind, r.Durations[kind])
+		}
 	}
 	for _, w := range s.Workloads {
 		workloads = append(workloads, w.Engine(s.Duration.Duration).ID())

@@ -220,6 +220,17 @@ type Workload struct {
 	Weight int `json:"weight,omitempty"`
 	// VUs are a gateway-split's k6 virtual users: one workload per level.
 	VUs []int `json:"vus,omitempty"`
+	// Duration is this workload's measured sample duration, replacing the suite's (a study
+	// that ran its streams longer than its request/response tests); zero keeps the suite's.
+	Duration Duration `json:"duration,omitzero"`
+}
+
+// SampleDuration is how long a measured sample of the workload lasts in suite s.
+func (w Workload) SampleDuration(s Suite) time.Duration {
+	if w.Duration.Duration > 0 {
+		return w.Duration.Duration
+	}
+	return s.Duration.Duration
 }
 
 // expandVUs makes one workload of each virtual-user level of a gateway-split, so that every

@@ -3,6 +3,7 @@ package suite
 import (
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -413,5 +414,53 @@ func TestSettingFlags(t *testing.T) {
 	// A margin without precision names the flag that brought it.
 	if _, err := Resolve("", Overrides{Precision: -1, Margin: 0.02}); err == nil || !strings.Contains(err.Error(), "--margin") {
 		t.Errorf("--margin with --precision off: %v", err)
+	}
+}
+
+// --faithful measures each workload for the study's own duration of its kind; a workload's
+// duration and the study's durations are checked like the suite's.
+func TestFaithfulDurations(t *testing.T) {
+	base := `
+targets: [{name: a, local: {cluster: a}}]
+paths: [cross-node]
+workloads: [{kind: tcp-stream, streams: 1}, {kind: tcp-rr, size: 64}, {kind: udp-stream, size: 1300, rate: 1G, duration: 3s}]
+duration: 2s
+`
+	study := base + `reference: {study: "a study", durations: {tcp-stream: 120s, tcp-rr: 75s},
+  figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.5}]}
+`
+	file := filepath.Join(t.TempDir(), "study.yaml")
+	if err := os.WriteFile(file, []byte(study), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	quick, err := Resolve(file, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faithful, err := Resolve(file, Overrides{Faithful: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []struct{ quick, faithful time.Duration }{
+		{2 * time.Second, 120 * time.Second}, {2 * time.Second, 75 * time.Second}, {3 * time.Second, 3 * time.Second},
+	} {
+		if got := quick.Workloads[i].SampleDuration(quick); got != want.quick {
+			t.Errorf("workload %d: %s without --faithful, want %s", i, got, want.quick)
+		}
+		if got := faithful.Workloads[i].SampleDuration(faithful); got != want.faithful {
+			t.Errorf("workload %d: %s with --faithful, want %s", i, got, want.faithful)
+		}
+	}
+	if _, err := Resolve("", Overrides{Faithful: true}); err == nil || !strings.Contains(err.Error(), "reference.durations") {
+		t.Errorf("--faithful without study durations: %v", err)
+	}
+	for bad, want := range map[string]string{
+		base + `reference: {study: s, durations: {tcp-crr: 75s}, figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`:   "reference.durations.tcp-crr: expected a workload kind",
+		base + `reference: {study: s, durations: {tcp-rr: 1500ms}, figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`: "reference.durations.tcp-rr: expected whole seconds",
+		strings.Replace(base, "duration: 3s", "duration: 500ms", 1): "workloads[2].duration: expected whole seconds",
+	} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n: %v, want %q", bad, err, want)
+		}
 	}
 }

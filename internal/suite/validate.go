@@ -93,6 +93,9 @@ func (s Suite) Validate() error {
 			add("workloads[%d]: %s is listed twice", i, ew.ID())
 		}
 		ids[ew.ID()] = true
+		if d := w.Duration.Duration; d != 0 && (d < time.Second || d%time.Second != 0) {
+			add("workloads[%d].duration: expected whole seconds, at least 1s, got %s", i, w.Duration)
+		}
 	}
 	errs = append(errs, s.validateGateway()...)
 	seen := map[int]bool{}
