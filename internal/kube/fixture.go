@@ -135,8 +135,7 @@ const podCreators = 16
 // further level's as one burst. A watch records when each pod became Running and Ready.
 func (c *Client) Deploy(ctx context.Context, spec FixtureSpec, createNamespace bool) (*Fixture, error) {
 	if createNamespace {
-		labels := map[string]string{LabelManagedBy: managedBy, LabelRun: spec.RunID}
-		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace, Labels: labels}}
+		ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: spec.Namespace, Labels: spec.namespaceLabels()}}
 		if _, err := c.CS.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
 			return nil, fmt.Errorf("create namespace %s: %w", spec.Namespace, err)
 		}

@@ -186,13 +186,20 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}
 	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*up, up,
 		strings.Join(tg.nodes, ", "), tg.namespace)
-	tg.fixture, err = tg.client.Deploy(ctx, kube.FixtureSpec{
+	spec := kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 		},
-	}, tg.ownNamespace)
+	}
+	// A namespace the run creates is labelled for its pods; one it is given must admit them.
+	if !tg.ownNamespace {
+		if err := tg.client.CheckPodSecurity(ctx, spec, hostNetworkPaths(r.opts.Suite.Paths)); err != nil {
+			return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		}
+	}
+	tg.fixture, err = tg.client.Deploy(ctx, spec, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
@@ -228,6 +235,17 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		return tg, r.scaleTo(ctx, tg, 0)
 	}
 	return tg, nil
+}
+
+// hostNetworkPaths are the paths among paths whose pods share their node's network.
+func hostNetworkPaths(paths []string) []string {
+	var out []string
+	for _, p := range paths {
+		if p == suite.HostNetwork {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // rrMethod says how request/response samples treat idle CPUs, which decides what their

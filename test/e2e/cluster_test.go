@@ -16,8 +16,10 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 	"k8s.io/client-go/kubernetes"
@@ -67,6 +69,9 @@ func TestClusterLifecycle(t *testing.T) {
 		}
 	})
 	t.Run("workload", func(t *testing.T) { newWorkload(ctx, t, lifecycleCluster).run() })
+	t.Run("Pod Security baseline enforced unless a namespace is labelled", func(t *testing.T) {
+		checkPodSecurityEnforced(ctx, t, newWorkload(ctx, t, lifecycleCluster))
+	})
 	// Root's inotify instances (128 by default) decide how many clusters run at once: five
 	// datapaths side by side need each cluster within 24.
 	t.Run("inotify instances within budget", func(t *testing.T) {
@@ -338,5 +343,27 @@ func assertRuntimeStorage(t *testing.T, name, want string) {
 		if got != want {
 			t.Errorf("%s: containerd's root is on %s, want %s", root, got, want)
 		}
+	}
+}
+
+// checkPodSecurityEnforced asks the API server, by dry runs, to admit a host-network pod: a
+// namespace without labels refuses it (baseline is every namespace's default, as platform
+// teams set it), one labelled privileged (as a run labels its own for host-network paths)
+// admits it.
+func checkPodSecurityEnforced(ctx context.Context, t *testing.T, w *workload) {
+	pod := &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "cnb-psa"}, Spec: corev1.PodSpec{HostNetwork: true,
+		Containers: []corev1.Container{{Name: "c", Image: w.image, Command: []string{"sleep", "infinity"}}}}}
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	_, err := w.cs.CoreV1().Pods("default").Create(ctx, pod, dry)
+	if !apierrors.IsForbidden(err) || !strings.Contains(err.Error(), "baseline") {
+		t.Errorf("a host-network pod in namespace default: %v, want refused by Pod Security baseline", err)
+	}
+	ns := &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: "cnb-psa-privileged", Labels: map[string]string{kube.LabelPodSecurityEnforce: kube.PodSecurityPrivileged}}}
+	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, ns, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { _ = w.cs.CoreV1().Namespaces().Delete(context.Background(), ns.Name, metav1.DeleteOptions{}) }()
+	if _, err := w.cs.CoreV1().Pods(ns.Name).Create(ctx, pod, dry); err != nil {
+		t.Errorf("a host-network pod in a namespace labelled privileged: %v", err)
 	}
 }

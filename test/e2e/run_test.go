@@ -438,6 +438,17 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 	if fp := doc.Targets[0].Fingerprint; doc.Run.Status != "complete" || fp["node_a_kernel"] == "" || fp["kube_proxy_mode"] != lab.ProxyNftables {
 		t.Errorf("run %q, fingerprint %v", doc.Run.Status, doc.Targets[0].Fingerprint)
 	}
+	// The namespace keeps the cluster's Pod Security default (baseline): the host-network
+	// path is refused before anything is deployed, with the label that would admit it.
+	hostSuite := filepath.Join(dir, "least-host.yaml")
+	if err := os.WriteFile(hostSuite, []byte(strings.Replace(leastPrivilegeSuite, "paths: [same-node,", "paths: [host-network, same-node,", 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out, err = cli(ctx, "run", "-f", hostSuite, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", w.image,
+		"--results", filepath.Join(dir, "least-host.db"))
+	if err == nil || !strings.Contains(out, kube.LabelPodSecurityEnforce+"=privileged") || !strings.Contains(out, "paths host-network need") {
+		t.Errorf("host-network in a baseline namespace: err=%v\n%s", err, out)
+	}
 	pods, err := w.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
 	if err != nil || len(pods.Items) != 0 {
 		t.Errorf("pods left in %s: %d, %v", ns, len(pods.Items), err)
