@@ -27,6 +27,22 @@ plugins:
         namespaces: [kube-system]
 `
 
+// auditPolicy logs who changed what (Metadata level: user, verb, object, no bodies), and only
+// changes: a reviewer can then check from the log that a run's credentials touched nothing
+// outside their namespace. Reads, the bulk of the requests, are not logged.
+const auditPolicy = `apiVersion: audit.k8s.io/v1
+kind: Policy
+omitStages: [RequestReceived]
+rules:
+  - level: Metadata
+    verbs: [create, update, patch, delete, deletecollection]
+  - level: None
+`
+
+// AuditLog is where a local cluster's API server logs every change made through it, one JSON
+// event a line (audit.k8s.io/v1 Event, Metadata level).
+func AuditLog(l Layout, name string) string { return filepath.Join(l.LogDir(name), "audit.log") }
+
 // startControlPlane starts etcd and the API server, waits for /readyz, then starts the
 // controller-manager and scheduler.
 func (c *creator) startControlPlane(ctx context.Context) error {
@@ -48,9 +64,12 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	admission := filepath.Join(dir, "admission.yaml")
+	admission, audit := filepath.Join(dir, "admission.yaml"), filepath.Join(dir, "audit-policy.yaml")
 	if err := os.WriteFile(admission, []byte(admissionConfig), 0o644); err != nil {
 		return fmt.Errorf("write the API server's admission configuration: %w", err)
+	}
+	if err := os.WriteFile(audit, []byte(auditPolicy), 0o644); err != nil {
+		return fmt.Errorf("write the API server's audit policy: %w", err)
 	}
 	_, err = c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
 		c.kube("kube-apiserver"),
@@ -70,6 +89,8 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--service-account-signing-key-file=" + pk("sa.key"),
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--admission-control-config-file=" + admission,
+		"--audit-policy-file=" + audit, "--audit-log-path=" + AuditLog(c.layout, s.Name),
+		"--audit-log-maxsize=100", "--audit-log-maxbackup=1",
 		"--allow-privileged=true", "--profiling=false",
 		"--cert-dir=" + filepath.Join(dir, "apiserver"),
 	}})

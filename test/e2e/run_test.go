@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"syscall"
@@ -429,6 +430,17 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 	if err := os.WriteFile(suiteFile, []byte(leastPrivilegeSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	// What the runs below change, the audit log says; what exists outside the namespace must
+	// be the same after them.
+	mark, before := auditMark(t, runCluster), objectsOutside(ctx, t, w, ns)
+	defer func() {
+		if n := checkAuditedWithin(t, runCluster, mark, "cnb-nobody", ns); n < 10 {
+			t.Errorf("the audit log holds %d changes by the run's user in %s: too few for a run", n, ns)
+		}
+		if after := objectsOutside(ctx, t, w, ns); !slices.Equal(before, after) {
+			t.Errorf("objects outside %s changed:\nbefore %v\nafter  %v", ns, before, after)
+		}
+	}()
 	out, err := cli(ctx, "run", "-f", suiteFile, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", w.image,
 		"--results", filepath.Join(dir, "least.db"), "-o", "json")
 	if err != nil {

@@ -1,0 +1,112 @@
+//go:build e2e
+
+package e2e
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/cnibench/cnibench/internal/cluster"
+)
+
+// auditMark is where a cluster's audit log ends now: what a run does afterwards is read from
+// there.
+func auditMark(t *testing.T, clusterName string) int64 {
+	t.Helper()
+	fi, err := os.Stat(cluster.AuditLog(cluster.DefaultLayout(), clusterName))
+	if err != nil {
+		t.Fatalf("the cluster's audit log: %v", err)
+	}
+	return fi.Size()
+}
+
+// auditEvent is what the check reads of an audit.k8s.io/v1 Event.
+type auditEvent struct {
+	Verb string
+	User struct {
+		Username string
+	}
+	ObjectRef struct {
+		Resource, Subresource, Namespace, Name string
+	}
+	ResponseStatus struct {
+		Code int
+	}
+}
+
+// reviews are the resources a user creates to ask what it may do: they persist nothing.
+var reviews = []string{"selfsubjectaccessreviews", "selfsubjectrulesreviews"}
+
+// checkAuditedWithin reads the changes a user made through the cluster's API server since
+// mark and fails on any outside namespace (a review of its own permissions aside). It returns
+// how many there were inside.
+func checkAuditedWithin(t *testing.T, clusterName string, mark int64, user, namespace string) int {
+	t.Helper()
+	f, err := os.Open(cluster.AuditLog(cluster.DefaultLayout(), clusterName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.Seek(mark, 0); err != nil {
+		t.Fatal(err)
+	}
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	inside := 0
+	for sc.Scan() {
+		var e auditEvent
+		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
+			t.Fatalf("audit log line %q: %v", sc.Text(), err)
+		}
+		if e.User.Username != user {
+			continue
+		}
+		switch {
+		case e.ObjectRef.Namespace == namespace:
+			inside++
+		case slices.Contains(reviews, e.ObjectRef.Resource):
+		default:
+			t.Errorf("user %s: %s %s/%s %s in namespace %q (HTTP %d), outside %s", user, e.Verb, e.ObjectRef.Resource,
+				e.ObjectRef.Subresource, e.ObjectRef.Name, e.ObjectRef.Namespace, e.ResponseStatus.Code, namespace)
+		}
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	return inside
+}
+
+// objectsOutside lists every API object a cluster-admin can list, as "resource namespace/name",
+// but those of namespace and the kinds that change by themselves (events, leases).
+func objectsOutside(ctx context.Context, t *testing.T, w *workload, namespace string) []string {
+	t.Helper()
+	kinds, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "api-resources", "--verbs=list", "-o", "name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var list []string
+	for _, k := range strings.Fields(kinds) {
+		if k != "events" && k != "events.events.k8s.io" && k != "leases.coordination.k8s.io" {
+			list = append(list, k)
+		}
+	}
+	out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "get", strings.Join(list, ","), "-A", "--no-headers",
+		"-o", "custom-columns=KIND:.kind,NS:.metadata.namespace,NAME:.metadata.name")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var objs []string
+	for _, line := range strings.Split(strings.TrimSpace(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 3 && f[1] != namespace && f[2] != namespace {
+			objs = append(objs, strings.Join(f, " "))
+		}
+	}
+	slices.Sort(objs)
+	return objs
+}
