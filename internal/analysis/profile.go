@@ -9,8 +9,13 @@ import (
 	"github.com/cnibench/cnibench/internal/store"
 )
 
-// profileTop is how many functions a profile cell lists, and how many differences.
-const profileTop = 6
+// profileTop is how many functions a profile cell lists, and profileDeltas how many
+// differences: host-wide sampling puts other processes' noise among them (a runtime shim's
+// share moving by 8 points between two datapaths' samples), so the list goes past it.
+const (
+	profileTop    = 6
+	profileDeltas = 10
+)
 
 // ProfileCell is where the host's CPU time went during one cell's measured samples, merged
 // over them, and how that differs from the first target of the same path and workload.
@@ -76,7 +81,7 @@ func Profiles(targets []string, samples []store.Sample) []ProfileCell {
 		first := firstOfGroup(out, i)
 		if first != i && out[first].Summary.Busy > 0 && out[i].Summary.Busy > 0 {
 			out[i].Versus = out[first].Target
-			out[i].Deltas = profile.Diff(out[first].Summary, out[i].Summary, profileTop)
+			out[i].Deltas = profile.Diff(out[first].Summary, out[i].Summary, profileDeltas)
 		}
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -24,7 +25,9 @@ const Frequency = 497
 // hardware counters has it too), with kernel and user call graphs.
 type Recorder struct {
 	Perf string // the perf program; empty looks "perf" up in PATH
-	Dir  string // where perf.data files live while they are folded; empty is the system's temp dir
+	// Dir is where perf.data files live while they are folded; empty is the system's temp
+	// dir. A local cluster's state directory, so that what a killed run left goes with it.
+	Dir string
 }
 
 // Check says whether profiles can be recorded here: perf present and allowed to sample the
@@ -118,6 +121,8 @@ func (rec *Recording) start(ctx context.Context) error {
 	rec.cmd.Stderr = &rec.stderr
 	// Cancelled, perf still writes what it has and exits; killed, it would leave a partial file.
 	rec.cmd.Cancel = func() error { return rec.cmd.Process.Signal(os.Interrupt) }
+	// perf has no workload to end with: if cnibench is killed, the kernel interrupts it.
+	rec.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGINT}
 	rec.cmd.WaitDelay = 5 * time.Second
 	err = rec.cmd.Start()
 	ctlR.Close()
