@@ -21,10 +21,21 @@ func fixedPaths() []string {
 	}
 }
 
-// takeFiles records each fixed path's existence and its entries.
+// runtimeTempPatterns are files runtimes leave in the host's /tmp when killed mid-start (crun
+// names its own crun.XXXXXX): a node's runtime must keep them in a /tmp of its own.
+func runtimeTempPatterns() []string { return []string{"/tmp/crun.*"} }
+
+// takeFiles records each fixed path's existence and its entries, and the runtimes' temporary
+// files in the host's /tmp.
 func takeFiles(_ context.Context, s *Snapshot) error {
 	entries, err := listPaths(fixedPaths())
 	s.Files = append(s.Files, entries...)
+	for _, pattern := range runtimeTempPatterns() {
+		matches, _ := filepath.Glob(pattern) // the pattern is well-formed
+		for _, m := range matches {
+			s.Files = append(s.Files, "path "+m)
+		}
+	}
 	return err
 }
 
