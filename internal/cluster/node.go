@@ -96,8 +96,8 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 // /var/lib/cni: a private /run and a per-node CNI cache keep both off the host. Every mount
 // the runtime makes (rootfs overlays, shm, pod netns) lives and dies with this namespace; the
 // kubelet's volume mounts still reach it because the state directory is a shared mount. A
-// private /tmp too: crun leaves an empty crun.XXXXXX file there when it is killed mid-start
-// (20 of them had piled up in the host's /tmp over a day of test runs).
+// private /tmp too: crun leaves empty crun.XXXXXX files there, most likely when a delete kills
+// it mid-start (20 of them had piled up in the host's /tmp over a day of test runs).
 const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount -t tmpfs -o mode=1777 cnb-tmp /tmp && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
 
 // kubeletMounts runs in the kubelet's own mount namespace. The kubelet writes to two fixed

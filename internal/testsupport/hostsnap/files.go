@@ -21,8 +21,8 @@ func fixedPaths() []string {
 	}
 }
 
-// runtimeTempPatterns are files runtimes leave in the host's /tmp when killed mid-start (crun
-// names its own crun.XXXXXX): a node's runtime must keep them in a /tmp of its own.
+// runtimeTempPatterns are files runtimes have left in the host's /tmp (crun's crun.XXXXXX,
+// most likely when killed mid-start): a node's runtime must keep them in a /tmp of its own.
 func runtimeTempPatterns() []string { return []string{"/tmp/crun.*"} }
 
 // takeFiles records each fixed path's existence and its entries, and the runtimes' temporary
