@@ -88,16 +88,6 @@ func (s Summary) TopSelf(n int) []Func {
 	return out[:min(n, len(out))]
 }
 
-// Share returns a function's total share, 0 when absent.
-func (s Summary) Share(name string) float64 {
-	for _, f := range s.Funcs {
-		if f.Name == name {
-			return f.Total
-		}
-	}
-	return 0
-}
-
 // Delta is how much larger a function's total share is in one profile than in another, in
 // percentage points of their busy samples.
 type Delta struct {

@@ -195,7 +195,8 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}
 	// A namespace the run creates is labelled for its pods; one it is given must admit them.
 	if !tg.ownNamespace {
-		if err := tg.client.CheckPodSecurity(ctx, spec, hostNetworkPaths(r.opts.Suite.Paths)); err != nil {
+		// Only the host-network path's pods are on the host network.
+		if err := tg.client.CheckPodSecurity(ctx, spec, []string{suite.HostNetwork}); err != nil {
 			return tg, fmt.Errorf("target %s: %w", t.Name, err)
 		}
 	}
@@ -235,17 +236,6 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		return tg, r.scaleTo(ctx, tg, 0)
 	}
 	return tg, nil
-}
-
-// hostNetworkPaths are the paths among paths whose pods share their node's network.
-func hostNetworkPaths(paths []string) []string {
-	var out []string
-	for _, p := range paths {
-		if p == suite.HostNetwork {
-			out = append(out, p)
-		}
-	}
-	return out
 }
 
 // rrMethod says how request/response samples treat idle CPUs, which decides what their
