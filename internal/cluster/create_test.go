@@ -37,3 +37,23 @@ func TestBinaryPaths(t *testing.T) {
 		t.Errorf("stepTimeout(3, 1m) at --wait 1s = %s, want the floor 1m", got)
 	}
 }
+
+// TestTmpMount checks that a node runtime gets a private /tmp unless the cluster's binaries or
+// state lie under the host's /tmp, which it would hide (a first-use test's bin dir does).
+func TestTmpMount(t *testing.T) {
+	for _, tc := range []struct {
+		cache, root string
+		private     bool
+	}{
+		{"/var/cache/cnibench", "/var/lib/cnibench", true},
+		{"/tmp/TestX/001", "/var/lib/cnibench", false},
+		{"/var/cache/cnibench", "/tmp/TestX/002", false},
+		{"/tmpcache", "/var/lib/cnibench", true},
+	} {
+		c := &creator{cache: binaries.Cache{Dir: tc.cache}, layout: Layout{Root: tc.root}}
+		c.spec.Name = "cnbt"
+		if got := c.tmpMount() != ""; got != tc.private {
+			t.Errorf("cache %s, state %s: private /tmp %v, want %v", tc.cache, tc.root, got, tc.private)
+		}
+	}
+}

@@ -20,8 +20,9 @@ func (c *creator) crioSocket(i int) string { return filepath.Join(c.crioDir(i), 
 
 // crioMounts runs in CRI-O's own mount namespace before it starts. CRI-O, conmon and runc
 // write to fixed paths under /run; libcni keeps its cache in /var/lib/cni; and a resolver
-// configuration without a nameserver means no lookup of CRI-O's ever leaves the lab.
-const crioMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount -t tmpfs -o mode=1777 cnb-tmp /tmp && mount --bind "$1" /var/lib/cni && mount --bind "$2" /etc/resolv.conf && shift 2 && exec "$@"`
+// configuration without a nameserver means no lookup of CRI-O's ever leaves the lab. The
+// script starts with the creator's tmpMount.
+const crioMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && mount --bind "$2" /etc/resolv.conf && shift 2 && exec "$@"`
 
 // importMounts runs skopeo in a mount namespace of its own: containers/storage bind-mounts its
 // overlay directory onto itself, which must not stay behind on the host, and keeps a blob
@@ -179,7 +180,7 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 	r, err := c.start(ctx, daemon{
 		name: c.spec.NodeName(i) + "-crio", netns: c.spec.NodeNetns(i),
 		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
-		argv: []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", crioMounts, "cnb-crio",
+		argv: []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + crioMounts, "cnb-crio",
 			filepath.Join(d, "cni-cache"), c.resolvConf(), c.bin(binaries.CRIOBinary),
 			"--config", filepath.Join(d, "crio.conf"), "--config-dir", filepath.Join(d, "crio.conf.d"),
 			"--registries-conf", filepath.Join(d, "registries.conf"), "--registries-conf-dir", filepath.Join(d, "registries.conf.d")},

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
@@ -78,7 +79,7 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	r, err := c.start(ctx, daemon{
 		name: c.spec.NodeName(i) + "-containerd", netns: c.spec.NodeNetns(i),
 		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
-		argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", runtimeMounts, "cnb-runtime", cniCache},
+		argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + runtimeMounts, "cnb-runtime", cniCache},
 			c.bin("containerd"), "--config", confPath),
 		// The runc shim is looked up in PATH, so the cached binaries go first.
 		env: []string{"PATH=" + filepath.Dir(c.bin("containerd")) + ":" + os.Getenv("PATH")},
@@ -95,10 +96,23 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 // shims put their sockets in the fixed /run/containerd/s and libcni its cache in the fixed
 // /var/lib/cni: a private /run and a per-node CNI cache keep both off the host. Every mount
 // the runtime makes (rootfs overlays, shm, pod netns) lives and dies with this namespace; the
-// kubelet's volume mounts still reach it because the state directory is a shared mount. A
-// private /tmp too: crun leaves empty crun.XXXXXX files there, most likely when a delete kills
-// it mid-start (20 of them had piled up in the host's /tmp over a day of test runs).
-const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount -t tmpfs -o mode=1777 cnb-tmp /tmp && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
+// kubelet's volume mounts still reach it because the state directory is a shared mount. The
+// script starts with the creator's tmpMount.
+const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
+
+// tmpMount is the start of a node runtime's mount script that gives it a /tmp of its own:
+// crun leaves empty crun.XXXXXX files there, most likely when a delete kills it mid-start (20
+// of them had piled up in the host's /tmp over a day of test runs). It is empty when the
+// cluster's binaries or state lie under the host's /tmp (a test's temporary directory), which
+// a private /tmp would hide from the runtime.
+func (c *creator) tmpMount() string {
+	for _, p := range []string{c.cache.BinDir(), c.layout.Dir(c.spec.Name)} {
+		if rel, err := filepath.Rel("/tmp", p); err == nil && !strings.HasPrefix(rel, "..") {
+			return ""
+		}
+	}
+	return "mount -t tmpfs -o mode=1777 cnb-tmp /tmp && "
+}
 
 // kubeletMounts runs in the kubelet's own mount namespace. The kubelet writes to two fixed
 // host paths whatever its --root-dir: symlinks in /var/log/containers and its device-plugin
