@@ -10,6 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/tuning"
 	"golang.org/x/sys/unix"
 	"sigs.k8s.io/yaml"
 )
@@ -236,6 +237,9 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		// A resolv.conf with no nameserver: pods must never reach the host's resolver.
 		"resolvConf": c.resolvConf(),
 		"podLogsDir": filepath.Join(dir, "pod-logs"),
+		// The tuning profiles' sysctls that Kubernetes does not call safe: each lives in the
+		// pod's own network namespace (internal/tuning).
+		"allowedUnsafeSysctls": tuning.UnsafeAllowed(),
 		// The default, /usr/libexec/kubernetes/..., would be created on the host.
 		"volumePluginDir": filepath.Join(dir, "volume-plugins"),
 		"oomScoreAdj":     0,

@@ -38,11 +38,14 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	cni, mode := c.DetectCNI(ctx)
 	fp["cni"], fp["cni_mode"] = cni, mode
 	fp["kube_proxy_mode"] = c.DetectProxyMode(ctx)
+	// The host client's sysctls are its node's: recorded, never changed.
 	if p := f.Pod(RoleClient, 0); p != nil {
 		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "pod", fp)
+		c.sysctlFacts(ctx, p, "pod", fp)
 	}
 	if p := f.Pod(RoleHostClient, 0); p != nil {
 		c.interfaceFacts(ctx, f.Spec.Namespace, p.Name, "host", fp)
+		c.sysctlFacts(ctx, p, "host", fp)
 	}
 	for k, v := range known {
 		fp[k] = v

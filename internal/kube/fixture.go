@@ -3,6 +3,7 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"time"
@@ -75,6 +76,9 @@ type FixtureSpec struct {
 	// Up is the pairs Deploy brings up, the last level; 0: every pair. A run whose pods live
 	// per round deploys one pair and scales the fixture (Client.Scale) afterwards.
 	Up int
+	// Sysctls are set in the network namespace of every pod not on the host network (a
+	// tuning profile's), beside the fixture's own.
+	Sysctls map[string]string
 }
 
 // stages returns the pair counts the pods come up in, ending with Up (every pair by default).
@@ -262,7 +266,11 @@ func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
 		// CRR leaves a TIME_WAIT socket per connection on the client: the widest range of the
 		// safe (namespaced, allowed by default) port sysctl postpones port exhaustion. Host-network
 		// pods keep the node's setting, which is not ours to change.
-		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: []corev1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}}
+		sysctls := []corev1.Sysctl{{Name: "net.ipv4.ip_local_port_range", Value: "1024 65535"}}
+		for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
+			sysctls = append(sysctls, corev1.Sysctl{Name: k, Value: s.Sysctls[k]})
+		}
+		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: sysctls}
 	}
 	isServer := role == RoleServerA || role == RoleServerB || role == RoleHostServer || role == RoleLocal
 	if isServer {

@@ -3,9 +3,12 @@ package kube
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/tuning"
+	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -33,12 +36,29 @@ func (s FixtureSpec) NeedsHostNetwork() bool {
 	return false
 }
 
+// UnsafeSysctls lists the fixture's Sysctls that Kubernetes does not call safe, sorted: Pod
+// Security's baseline level refuses them.
+func (s FixtureSpec) UnsafeSysctls() []string {
+	var out []string
+	for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
+		if !tuning.Safe(k) {
+			out = append(out, k)
+		}
+	}
+	return out
+}
+
+// needsPrivileged reports whether the fixture's pods need Pod Security's privileged level.
+func (s FixtureSpec) needsPrivileged() bool {
+	return s.NeedsHostNetwork() || len(s.UnsafeSysctls()) > 0
+}
+
 // namespaceLabels are the labels of a namespace a run creates: its own, and Pod Security's
-// privileged level at all three modes when its pods need the host network (warn and audit
-// too, or a cluster whose default warns would print a warning per pod).
+// privileged level at all three modes when its pods need the host network or unsafe sysctls
+// (warn and audit too, or a cluster whose default warns would print a warning per pod).
 func (s FixtureSpec) namespaceLabels() map[string]string {
 	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID}
-	if s.NeedsHostNetwork() {
+	if s.needsPrivileged() {
 		for _, k := range []string{LabelPodSecurityEnforce, LabelPodSecurityWarn, LabelPodSecurityAudit} {
 			labels[k] = PodSecurityPrivileged
 		}
@@ -51,35 +71,46 @@ func (s FixtureSpec) namespaceLabels() map[string]string {
 // names the label that would admit the pods and the paths that need it, before anything is
 // deployed. Fixtures without host-network pods pass at once.
 func (c *Client) CheckPodSecurity(ctx context.Context, spec FixtureSpec, paths []string) error {
-	if !spec.NeedsHostNetwork() {
-		return nil
+	if spec.NeedsHostNetwork() {
+		role := RoleHostClient
+		if !slices.Contains(spec.Roles, role) {
+			role = RoleHostServer
+		}
+		what := fmt.Sprintf("host-network pods, which paths %s need", strings.Join(paths, ", "))
+		if err := c.dryRun(ctx, spec, spec.pod(role, 0), what); err != nil {
+			return err
+		}
 	}
-	role := RoleHostClient
-	if !slices.Contains(spec.Roles, role) {
-		role = RoleHostServer
+	if unsafe := spec.UnsafeSysctls(); len(unsafe) > 0 {
+		what := fmt.Sprintf("pods with the sysctls %s, which the tuning sets and Kubernetes does not call safe", strings.Join(unsafe, ", "))
+		return c.dryRun(ctx, spec, spec.pod(RoleClient, 0), what)
 	}
-	pod := spec.pod(role, 0)
+	return nil
+}
+
+// dryRun creates pod in dry-run mode: a Pod Security refusal becomes a PodSecurityError.
+func (c *Client) dryRun(ctx context.Context, spec FixtureSpec, pod *corev1.Pod, what string) error {
 	_, err := c.CS.CoreV1().Pods(spec.Namespace).Create(ctx, pod, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
 	if err == nil {
 		return nil
 	}
 	if apierrors.IsForbidden(err) && strings.Contains(err.Error(), "PodSecurity") {
-		return &PodSecurityError{Namespace: spec.Namespace, Paths: paths, Reason: err.Error()}
+		return &PodSecurityError{Namespace: spec.Namespace, What: what, Reason: err.Error()}
 	}
-	return fmt.Errorf("check that namespace %s admits host-network pods (a dry run): %w", spec.Namespace, err)
+	return fmt.Errorf("check that namespace %s admits %s (a dry run): %w", spec.Namespace, what, err)
 }
 
 // PodSecurityError is a namespace whose Pod Security level refuses the run's host-network
-// pods.
+// pods, or its pods' unsafe sysctls.
 type PodSecurityError struct {
 	Namespace string
-	Paths     []string // the suite's paths that need the host network
-	Reason    string   // the API server's refusal
+	What      string // the pods refused and what asks for them
+	Reason    string // the API server's refusal
 }
 
 func (e *PodSecurityError) Error() string {
-	return fmt.Sprintf("namespace %s does not admit host-network pods, which paths %s need (%s); label it %s=%s "+
-		"(kubectl label namespace %s %s=%s), drop those paths, or leave --namespace out so that the run creates and labels a namespace of its own",
-		e.Namespace, strings.Join(e.Paths, ", "), e.Reason, LabelPodSecurityEnforce, PodSecurityPrivileged,
+	return fmt.Sprintf("namespace %s does not admit %s (%s); label it %s=%s "+
+		"(kubectl label namespace %s %s=%s), change the suite, or leave --namespace out so that the run creates and labels a namespace of its own",
+		e.Namespace, e.What, e.Reason, LabelPodSecurityEnforce, PodSecurityPrivileged,
 		e.Namespace, LabelPodSecurityEnforce, PodSecurityPrivileged)
 }

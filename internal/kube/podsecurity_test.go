@@ -64,4 +64,20 @@ func TestCheckPodSecurity(t *testing.T) {
 	if err := c.CheckPodSecurity(context.Background(), spec, nil); err != nil || len(asked) != 1 {
 		t.Errorf("pod paths only: %v, %d dry runs", err, len(asked))
 	}
+	// A safe sysctl needs nothing more; an unsafe one is asked about, named in the error.
+	spec.Sysctls = map[string]string{"net.ipv4.tcp_rmem": "4096 131072 67108864"}
+	if err := c.CheckPodSecurity(context.Background(), spec, nil); err != nil || len(asked) != 1 || len(spec.namespaceLabels()) != 2 {
+		t.Errorf("a safe sysctl: %v, %d dry runs, labels %v", err, len(asked), spec.namespaceLabels())
+	}
+	spec.Sysctls["net.ipv4.tcp_autocorking"] = "0"
+	err = c.CheckPodSecurity(context.Background(), spec, nil)
+	if !errors.As(err, &pse) || !strings.Contains(err.Error(), "sysctls net.ipv4.tcp_autocorking, which the tuning sets") || len(asked) != 2 {
+		t.Errorf("an unsafe sysctl: %v, %d dry runs", err, len(asked))
+	}
+	if got := asked[len(asked)-1].Spec.SecurityContext.Sysctls; len(got) != 3 || got[1].Name != "net.ipv4.tcp_autocorking" {
+		t.Errorf("the dry-run pod's sysctls %v, want the port range and the profile's two, sorted", got)
+	}
+	if spec.namespaceLabels()[LabelPodSecurityEnforce] != PodSecurityPrivileged {
+		t.Errorf("labels of a run namespace with an unsafe sysctl: %v", spec.namespaceLabels())
+	}
 }

@@ -133,15 +133,19 @@ func roles(paths []string, workloads []suite.Workload) []string {
 func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg := &target{name: t.Name, namespace: r.opts.Namespace, ownNamespace: r.opts.Namespace == ""}
 	variant, shared := r.variantOf(t)
+	profile, err := tuningProfile(t)
+	if err != nil {
+		return tg, err
+	}
 	switch {
-	case tg.ownNamespace && t.Runtime != "":
-		// A RuntimeClass name may hold dots, a namespace name may not, nor exceed 63 characters.
-		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + strings.ReplaceAll(t.Runtime, ".", "-")
+	case tg.ownNamespace && variantSuffix(t.Runtime, profile.Name) != "":
+		// A namespace name may not exceed 63 characters.
+		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + variantSuffix(t.Runtime, profile.Name)
 		tg.namespace = strings.TrimRight(tg.namespace[:min(len(tg.namespace), 63)], "-")
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtimes share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
+		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtime and tuning variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
 	}
 	// Registered before anything exists in the cluster, so a failure from here on still
 	// cleans up whatever the next steps created.
@@ -188,7 +192,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		strings.Join(tg.nodes, ", "), tg.namespace)
 	spec := kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass, Up: up,
-		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs,
+		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs, Sysctls: profile.Sysctls,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 		},
@@ -224,6 +228,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
 	tg.fingerprint["image"] = image
 	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
+	if err := r.checkTuning(ctx, tg, profile); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	r.profilerFor(t, tg)
 	if err := r.prepareExternal(ctx, tg, got.external); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)

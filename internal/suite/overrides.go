@@ -20,6 +20,7 @@ type Overrides struct {
 	Paths               []string      // replaces paths
 	Pairs               []int         // replaces pairs
 	Runtimes            []string      // replaces runtimes
+	Tunings             []string      // replaces tunings
 	CRIs                []string      // one local cluster per CRI, measured side by side
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
@@ -100,6 +101,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	if len(o.Runtimes) > 0 {
 		s.Runtimes = o.Runtimes
+	}
+	if len(o.Tunings) > 0 {
+		s.Tunings = o.Tunings
 	}
 	if o.Repetitions != 0 {
 		s.Repetitions = o.Repetitions

@@ -68,7 +68,11 @@ type Suite struct {
 	Pairs []int `json:"pairs,omitempty"`
 	// Runtimes lists the RuntimeClasses every target is measured under, side by side in one
 	// cluster (each pod names its RuntimeClass). Empty: the cluster's default handler.
-	Runtimes    []string `json:"runtimes,omitempty"`
+	Runtimes []string `json:"runtimes,omitempty"`
+	// Tunings lists the kernel tuning profiles every local target is measured under, side by
+	// side in one cluster (each pod carries its profile's sysctls): builtin names or YAML
+	// files (internal/tuning). Empty: the kernel's own values.
+	Tunings     []string `json:"tunings,omitempty"`
 	Repetitions int      `json:"repetitions"`
 	// Duration of each measured sample, and of each warm-up sample (discarded), or off for
 	// no warm-up round.
@@ -174,6 +178,10 @@ type Target struct {
 	Runtimes []string `json:"runtimes,omitempty"`
 	// Runtime is the RuntimeClass of the target's pods, set by Expand from the runtimes.
 	Runtime string `json:"-"`
+	// Tunings lists the tuning profiles this target is measured under, replacing the suite's.
+	Tunings []string `json:"tunings,omitempty"`
+	// Tuning is the tuning profile of the target's pods, set by Expand from the tunings.
+	Tuning string `json:"-"`
 	// External is the server outside a remote cluster that the egress paths reach; a local
 	// cluster has its own.
 	External *External `json:"external,omitempty"`
@@ -456,29 +464,38 @@ func (s Suite) Matrix() []Combo {
 	return out
 }
 
-// Expand returns the suite with one target per target and runtime: "local" measured under
-// runc and runsc becomes "local.runc" and "local.runsc", which share local's cluster. A
-// target's own runtimes replace the suite's. The runner measures the expanded suite; the run
-// stores the suite as written.
+// Expand returns the suite with one target per target, runtime and tuning profile: "local"
+// measured under runc and runsc becomes "local.runc" and "local.runsc", which share local's
+// cluster, and under the tunings default and throughput "local.runc.default",
+// "local.runc.throughput" and so on. A target's own lists replace the suite's. The runner
+// measures the expanded suite; the run stores the suite as written.
 func (s Suite) Expand() Suite {
 	var targets []Target
 	for _, t := range s.Targets {
-		rts := t.Runtimes
-		if len(rts) == 0 {
-			rts = s.Runtimes
-		}
-		if len(rts) == 0 {
-			targets = append(targets, t)
-			continue
-		}
-		for _, rt := range rts {
-			v := t
-			v.Name, v.Runtime, v.Runtimes = t.Name+"."+rt, rt, nil
-			targets = append(targets, v)
+		for _, rt := range orNone(s.runtimesOf(t)) {
+			for _, tu := range orNone(s.tuningsOf(t)) {
+				v := t
+				v.Runtimes, v.Tunings = nil, nil
+				if rt != "" {
+					v.Name, v.Runtime = v.Name+"."+rt, rt
+				}
+				if tu != "" {
+					v.Name, v.Tuning = v.Name+"."+tuningName(tu), tu
+				}
+				targets = append(targets, v)
+			}
 		}
 	}
-	s.Targets, s.Runtimes = targets, nil
+	s.Targets, s.Runtimes, s.Tunings = targets, nil, nil
 	return s
+}
+
+// orNone is list, or one empty entry for an empty list: one variant without the dimension.
+func orNone(list []string) []string {
+	if len(list) == 0 {
+		return []string{""}
+	}
+	return list
 }
 
 // MaxPairs is the largest concurrency a suite may ask for; the local cluster's kubelets

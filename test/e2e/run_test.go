@@ -128,6 +128,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 			t.Errorf("pods of a run survived: %d, %v", len(pods.Items), err)
 		}
 	})
+	t.Run("tuning profiles applied in the pods, read back, the host's values unchanged", func(t *testing.T) {
+		runTunings(ctx, t, dir)
+	})
 	t.Run("ten pairs at once", func(t *testing.T) {
 		runPairs(ctx, t, dir)
 	})
@@ -155,8 +158,12 @@ func TestRunOnLocalCluster(t *testing.T) {
 
 // runDoc is what `cnibench run -o json` prints, as far as the tests read it.
 type runDoc struct {
-	Run  store.Run
-	Rows []jsonRow
+	Run     store.Run
+	Rows    []jsonRow
+	Targets []struct {
+		Name        string            `json:"name"`
+		Fingerprint map[string]string `json:"fingerprint"`
+	}
 }
 
 // runSuite writes a suite to suiteFile, runs it on the shared local cluster with results in

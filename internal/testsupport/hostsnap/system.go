@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/tuning"
 )
 
 const (
@@ -421,13 +423,21 @@ func sysctlNames() []string {
 		"kernel.keys.root_maxbytes",
 		"fs.inotify.max_user_instances",
 		"fs.inotify.max_user_watches",
+		// Global socket buffer limits beside the tuning profiles' per-namespace settings.
+		"net.core.rmem_max",
+		"net.core.wmem_max",
+		"net.core.netdev_max_backlog",
 	}
 }
+
+// sysctlNamesAll is sysctlNames and the tuning profiles' sysctls, as the host's root
+// namespace has them: a profile applied to pods must leave the host's values alone.
+func sysctlNamesAll() []string { return append(sysctlNames(), tuning.Allowed()...) }
 
 // takeSysctls reads the sysctls of sysctlNames. A missing one (module not
 // loaded, feature compiled out) is skipped: it cannot have been changed.
 func takeSysctls(_ context.Context, s *Snapshot) error {
-	for _, name := range sysctlNames() {
+	for _, name := range sysctlNamesAll() {
 		p := filepath.Join("/proc/sys", strings.ReplaceAll(name, ".", "/"))
 		b, err := os.ReadFile(p)
 		if errors.Is(err, fs.ErrNotExist) {

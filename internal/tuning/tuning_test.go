@@ -1,0 +1,56 @@
+package tuning
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestBuiltinProfiles checks that the shipped profiles are valid and set only allowed sysctls.
+func TestBuiltinProfiles(t *testing.T) {
+	for _, p := range Builtin() {
+		if err := p.Validate(); err != nil {
+			t.Errorf("%s: %v", p.Name, err)
+		}
+	}
+	if p, err := Load("throughput"); err != nil || p.Sysctls["net.ipv4.tcp_rmem"] == "" || len(p.Unsafe()) != 0 {
+		t.Errorf("Load(throughput) = %+v, %v; want tcp_rmem set and nothing unsafe", p, err)
+	}
+	if p, _ := Load("latency"); len(p.Unsafe()) != 3 {
+		t.Errorf("latency's unsafe sysctls = %v, want 3", p.Unsafe())
+	}
+	for _, k := range UnsafeAllowed() {
+		if k == "net.ipv4.tcp_rmem" || k == "net.ipv4.tcp_wmem" {
+			t.Errorf("UnsafeAllowed lists the safe %s", k)
+		}
+	}
+}
+
+// TestLoadErrors checks that a bad reference or file gets one error naming what is wrong.
+func TestLoadErrors(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, body string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	for ref, want := range map[string]string{
+		"jumbo": `expected a profile file (a path) or one of default, throughput, latency`,
+		write("a.yaml", "name: big\nsysctls: {net.core.rmem_max: '9'}"): "net.core.rmem_max: expected one of the TCP settings",
+		write("b.yaml", "name: Big"):                                    `name: "Big": expected a name`,
+		write("c.yaml", "name: x\nsysctls: {net.ipv4.tcp_sack: ' '}"):   "net.ipv4.tcp_sack: expected a value",
+		write("d.yaml", "name: x\nsysctl: {}"):                          `unknown field "sysctl"`,
+		filepath.Join(dir, "none.yaml"):                                 "no such file",
+	} {
+		if _, err := Load(ref); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("Load(%s) = %v, want an error containing %q", ref, err, want)
+		}
+	}
+	p, err := Load(write("ok.yml", "name: wide\nsysctls:\n  net.ipv4.tcp_rmem: \"4096\t1000  2000\"\n"))
+	if err != nil || Normalize(p.Sysctls["net.ipv4.tcp_rmem"]) != "4096 1000 2000" {
+		t.Errorf("Load(ok.yml) = %+v, %v", p, err)
+	}
+}
