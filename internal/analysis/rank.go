@@ -36,6 +36,14 @@ type Ranked struct {
 	// reference's (stats.Comparison), unadjusted; NaN where no comparison was made.
 	RatioLow  float64 `json:"-"`
 	RatioHigh float64 `json:"-"`
+	// Points says the metric is compared on the difference scale (catalog.Points, UDP loss):
+	// Diff is this entry's mean less the reference's, in the metric's unit, DiffLow and
+	// DiffHigh bound its 95 % interval (NaN where no comparison was made), and MDE is in
+	// that unit.
+	Points   bool    `json:"points,omitempty"`
+	Diff     float64 `json:"-"`
+	DiffLow  float64 `json:"-"`
+	DiffHigh float64 `json:"-"`
 }
 
 // Verdicts of a ranked entry besides "best", "better", "worse" and "reference".
@@ -131,8 +139,17 @@ func rankEntries(metric string, byName map[string][]stats.Obs, higher bool, agai
 	if postHoc {
 		against = entries[0].Target
 	}
-	compareWithReference(entries, byName, higher, against, refVerdict, postHoc)
+	compareWithReference(metric, entries, byName, higher, against, refVerdict, postHoc)
 	return entries
+}
+
+// compareObs compares b with a on the metric's scale: the difference of the means for a
+// figure catalog.Points names, else the ratio.
+func compareObs(metric string, a, b []stats.Obs, higher bool) (stats.Comparison, error) {
+	if catalog.Points(metric) {
+		return stats.ComparePoints(a, b, higher, stats.PairAuto, stats.CompareOptions{})
+	}
+	return stats.CompareBlocked(a, b, higher, stats.PairAuto, stats.CompareOptions{Seed: 1})
 }
 
 // compareWithReference compares every entry with the reference, adjusting the p-values with
@@ -144,7 +161,7 @@ func rankEntries(metric string, byName map[string][]stats.Obs, higher bool, agai
 // the k-1 (TestRankingFalseVerdicts). An entry is untestable when even the most extreme data
 // could not reach alpha after adjustment at its sample sizes (3 against 3: p >= 0.1), which
 // says more than "not significant".
-func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, higher bool, against, refVerdict string, postHoc bool) {
+func compareWithReference(metric string, entries []Ranked, byName map[string][]stats.Obs, higher bool, against, refVerdict string, postHoc bool) {
 	ref := byName[against]
 	refMean := stats.Summarize(stats.Values(ref)).Mean
 	cmps := make([]stats.Comparison, len(entries))
@@ -152,7 +169,8 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 	made := 0
 	for i := range entries {
 		e := &entries[i]
-		raw[i], e.RatioLow, e.RatioHigh = math.NaN(), math.NaN(), math.NaN()
+		raw[i], e.RatioLow, e.RatioHigh, e.DiffLow, e.DiffHigh = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
+		e.Points, e.Diff = catalog.Points(metric), e.Mean-refMean
 		if e.Target == against {
 			e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, math.NaN()
 			continue
@@ -162,17 +180,20 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 			e.RatioToBest = e.Mean / refMean
 		}
 		e.Verdict, e.MDE = Untested, math.NaN()
-		cmp, err := stats.CompareBlocked(ref, byName[e.Target], higher, stats.PairAuto, stats.CompareOptions{Seed: 1})
+		cmp, err := compareObs(metric, ref, byName[e.Target], higher)
 		if err != nil {
 			continue
 		}
 		e.Paired, e.MDE, e.RatioLow, e.RatioHigh = cmp.Paired, cmp.MDE, cmp.RatioLow, cmp.RatioHigh
+		if cmp.Points {
+			e.Diff, e.DiffLow, e.DiffHigh = cmp.Diff, cmp.DiffLow, cmp.DiffHigh
+		}
 		cmps[i], raw[i] = cmp, cmp.PValue
 		made++
 	}
 	family := raw
 	if postHoc {
-		family = append(slices.Clone(raw), otherPairs(entries, byName, against, higher)...)
+		family = append(slices.Clone(raw), otherPairs(metric, entries, byName, against, higher)...)
 		made = len(entries) * (len(entries) - 1) / 2
 	}
 	adjusted, err := stats.AdjustPValues(family, stats.AdjustHolm)
@@ -203,7 +224,7 @@ func compareWithReference(entries []Ranked, byName map[string][]stats.Obs, highe
 
 // otherPairs returns the p-values of the comparisons between entries that do not involve the
 // reference (NaN where one could not be made), to complete the family of all pairs.
-func otherPairs(entries []Ranked, byName map[string][]stats.Obs, against string, higher bool) []float64 {
+func otherPairs(metric string, entries []Ranked, byName map[string][]stats.Obs, against string, higher bool) []float64 {
 	var out []float64
 	for i := range entries {
 		for j := i + 1; j < len(entries); j++ {
@@ -212,7 +233,7 @@ func otherPairs(entries []Ranked, byName map[string][]stats.Obs, against string,
 				continue
 			}
 			p := math.NaN()
-			if c, err := stats.CompareBlocked(byName[a], byName[b], higher, stats.PairAuto, stats.CompareOptions{Seed: 1}); err == nil {
+			if c, err := compareObs(metric, byName[a], byName[b], higher); err == nil {
 				p = c.PValue
 			}
 			out = append(out, p)

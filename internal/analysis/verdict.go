@@ -2,6 +2,7 @@ package analysis
 
 import (
 	"sort"
+	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/stats"
@@ -46,8 +47,9 @@ func (b byMetric) add(metric, name string, o stats.Obs) {
 	b[metric][name] = append(b[metric][name], o)
 }
 
-// Verdict picks, for every cell, the workload's headline metric (the first of
-// catalog.ProgressOrder it measured) and ranks what the run compared on it.
+// Verdict picks, for every cell, the workload's headline metric (catalog.VerdictMetric: UDP's
+// loss, else the first of catalog.ProgressOrder it measured) and ranks what the run compared
+// on it.
 func Verdict(samples []store.Sample) []VerdictLine {
 	targets := map[string]bool{}
 	for _, s := range samples {
@@ -55,7 +57,7 @@ func Verdict(samples []store.Sample) []VerdictLine {
 	}
 	var lines []VerdictLine
 	for c, values := range verdictValues(samples, len(targets) > 1) {
-		metric := catalog.Primary(values)
+		metric := catalog.VerdictMetric(workloadKind(c.workload), values)
 		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
 			continue
 		}
@@ -118,4 +120,10 @@ func rankLine(l VerdictLine, byName map[string][]stats.Obs, against string) Verd
 // entry, is the setup pseudo-path.
 func (l VerdictLine) IsSetup() bool {
 	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
+}
+
+// workloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".
+func workloadKind(id string) string {
+	kind, _, _ := strings.Cut(id, "/")
+	return kind
 }

@@ -222,6 +222,35 @@ func Headline(name string) bool {
 	return ok && s.Headline
 }
 
+// Points reports whether a metric is compared on the difference scale, in its own unit
+// (percentage points for loss), rather than as a ratio: a percentage of a whole that is often
+// 0, where a ratio does not exist (0 against 0.4 %) or says nothing (0.01 % against 0.1 % is
+// x10 and no practical difference).
+func Points(name string) bool { return name == Loss }
+
+// kindVerdictMetric is the figure a workload kind's verdict is about when it is not Primary's
+// ("" otherwise; kinds are the engine's names). udp-stream offers a fixed rate, which every
+// path that carries it delivers (0.498 Gbit/s of 0.5 on every path): what tells paths apart
+// is the loss at that rate.
+func kindVerdictMetric(kind string) string {
+	if kind == "udp-stream" {
+		return Loss
+	}
+	return ""
+}
+
+// VerdictMetric is the figure a verdict and a comparison's headline family are about for a
+// workload kind among the metrics it has (keys of byName): the kind's own where measured,
+// else Primary.
+func VerdictMetric[V any](kind string, byName map[string]V) string {
+	if m := kindVerdictMetric(kind); m != "" {
+		if _, has := byName[m]; has {
+			return m
+		}
+	}
+	return Primary(byName)
+}
+
 // Primary is the one figure of a sample or cell among the metrics it has (keys of byName):
 // the first of ProgressOrder, "" when it has none of them. Progress lines, verdicts and
 // precision targets are about it.

@@ -159,6 +159,12 @@ type Row struct {
 	// interval and PValue the paired t's, and U NaN.
 	Ratio, RatioLow, RatioHigh, PValue, U float64
 	Paired                                bool
+	// Points marks a metric compared on the difference scale (catalog.Points, UDP loss;
+	// stats.ComparePoints): Diff is MeanB - MeanA in the metric's unit with its interval
+	// [DiffLow, DiffHigh], PValue is the t-test's (paired where Paired, else Welch's), and
+	// MDE is in the metric's unit.
+	Points                  bool
+	Diff, DiffLow, DiffHigh float64
 	// MDE is the smallest relative difference this row could have called four times in five
 	// (stats.Comparison.MDE): NaN when not computed, +Inf when untestable.
 	MDE   float64
@@ -365,6 +371,9 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
 		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
 		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, Verdict: VerdictNA}
+	if catalog.Points(k.metric) {
+		r.Points, r.Diff, r.DiffLow, r.DiffHigh = true, nan, nan, nan
+	}
 	spec, known := catalog.Lookup(k.metric)
 	if known {
 		r.Unit = spec.Unit
@@ -379,19 +388,26 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 	case len(xa) < 2 || len(xb) < 2:
 		r.Note = fmt.Sprintf("needs at least 2 samples per side, has %d and %d", len(xa), len(xb))
 		return r
-	case r.MeanA == 0:
+	case r.MeanA == 0 && !r.Points:
 		r.Note = "mean of A is 0: no ratio"
 		return r
 	}
 	// The direction only turns the outcome into a verdict, so a metric of unknown direction
 	// still gets its ratio, interval and p-value.
-	c, err := stats.CompareBlocked(oa, ob, !known || spec.HigherIsBetter, pairing, opts)
+	compare := stats.CompareBlocked
+	if r.Points {
+		compare = stats.ComparePoints
+	}
+	c, err := compare(oa, ob, !known || spec.HigherIsBetter, pairing, opts)
 	if err != nil {
 		r.Note = strings.TrimPrefix(err.Error(), "stats: ")
 		return r
 	}
 	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact, r.MDE = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact, c.MDE
 	r.Paired = c.Paired
+	if c.Points {
+		r.Diff, r.DiffLow, r.DiffHigh = c.Diff, c.DiffLow, c.DiffHigh
+	}
 	if !known {
 		r.Note = "unknown metric: no direction of improvement"
 		return r
@@ -402,8 +418,8 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 
 // adjust adjusts the p-values of the rows that carry a verdict and withdraws the verdicts
 // whose adjusted p-value is no longer below alpha. The families fit the question a
-// comparison answers: in each cell the headline metric (catalog.Primary: throughput,
-// connection rate, p50 latency...) is the question and is tested alone at alpha, as the gate
+// comparison answers: in each cell the headline metric (catalog.VerdictMetric: throughput,
+// connection rate, p50 latency, UDP's loss...) is the question and is tested alone at alpha, as the gate
 // asks it; the cell's other metrics (CPU costs, percentiles, steal) are one family adjusted
 // among themselves. Adjusting the headline together with a dozen secondary metrics let a lone
 // 22 % throughput drop at 5 against 5 (raw p 0.008) pass as "no significant difference". The
@@ -431,7 +447,7 @@ func adjust(rows []Row, method string, alpha float64) error {
 			continue
 		}
 		c := Cell{Path: r.Path, Workload: r.Workload, Pairs: r.Pairs}
-		f := family{cell: c, headline: r.Metric == catalog.Primary(inCell[c])}
+		f := family{cell: c, headline: r.Metric == catalog.VerdictMetric(workloadKind(r.Workload), inCell[c])}
 		families[f] = append(families[f], i)
 	}
 	for f, idx := range families {
@@ -489,3 +505,9 @@ func sortRows(rows []Row) {
 
 // label is the row's workload with its concurrency.
 func (r Row) label() string { return Cell{Workload: r.Workload, Pairs: r.Pairs}.label() }
+
+// workloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".
+func workloadKind(id string) string {
+	kind, _, _ := strings.Cut(id, "/")
+	return kind
+}

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -43,7 +44,12 @@ func (g Gate) Regressions(res Result) []Row {
 		if r.Verdict != stats.VerdictWorse || !analysis.Headline(analysis.Row{Metric: r.Metric, Pairs: r.Pairs}) {
 			continue
 		}
-		if (r.Direction == "higher" && r.Ratio < 1-g.Tolerance) || (r.Direction == "lower" && r.Ratio > 1+g.Tolerance) {
+		// On the difference scale (loss) the tolerance is read in points: 5 % allows 5 pp.
+		if r.Points && math.Abs(r.Diff) > g.Tolerance*100 {
+			out = append(out, r)
+			continue
+		}
+		if !r.Points && ((r.Direction == "higher" && r.Ratio < 1-g.Tolerance) || (r.Direction == "lower" && r.Ratio > 1+g.Tolerance)) {
 			out = append(out, r)
 		}
 	}
@@ -58,8 +64,8 @@ func (g Gate) Check(res Result) error {
 	}
 	lines := make([]string, len(regs))
 	for i, r := range regs {
-		lines[i] = fmt.Sprintf("  %s %s %s: B/A %.3f [%.3f, %.3f], p %.2g", r.Path, Cell{Workload: r.Workload, Pairs: r.Pairs}.label(),
-			r.Metric, r.Ratio, r.RatioLow, r.RatioHigh, r.PAdjusted)
+		lines[i] = fmt.Sprintf("  %s %s %s: B/A %s %s, p %.2g", r.Path, Cell{Workload: r.Workload, Pairs: r.Pairs}.label(),
+			r.Metric, relColumn(r), ciColumn(r, ", "), r.PAdjusted)
 	}
 	return fmt.Errorf("%d headline metric(s) of %s significantly worse than %s by more than %.3g%%:\n%s",
 		len(regs), res.B.Label(), res.A.Label(), g.Tolerance*100, strings.Join(lines, "\n"))

@@ -2,6 +2,7 @@ package compare
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 )
@@ -62,5 +63,23 @@ func TestParseTolerance(t *testing.T) {
 		if _, err := ParseTolerance(in); err == nil || !strings.Contains(err.Error(), "expected a percentage") {
 			t.Errorf("ParseTolerance(%q): %v, want an error", in, err)
 		}
+	}
+}
+
+// TestGateOnLoss checks that a loss regression is judged in points: the tolerance, a
+// fraction, allows that many percentage points, and the error shows the difference.
+func TestGateOnLoss(t *testing.T) {
+	row := Row{Path: "cross-node", Workload: "udp-stream/1300B@500M", Pairs: 1, Metric: "loss_pct", Direction: "lower",
+		Verdict: "worse", Points: true, Diff: 0.8, DiffLow: 0.5, DiffHigh: 1.1, Ratio: math.NaN(), PAdjusted: 0.01}
+	res := Result{Rows: []Row{row}}
+	if regs := (Gate{Tolerance: 0}).Regressions(res); len(regs) != 1 {
+		t.Errorf("tolerance 0: %d regressions, want 1", len(regs))
+	}
+	if regs := (Gate{Tolerance: 0.01}).Regressions(res); len(regs) != 0 {
+		t.Errorf("tolerance 1 %% (1 pp) against +0.8 pp: %d regressions, want 0", len(regs))
+	}
+	err := (Gate{Tolerance: 0.005}).Check(res)
+	if err == nil || !strings.Contains(err.Error(), "+0.8 pp [0.5, 1.1] pp") {
+		t.Errorf("Check = %v, want the difference in points", err)
 	}
 }

@@ -124,8 +124,8 @@ func writeTable(w io.Writer, res Result) error {
 			verdict += " (" + r.Note + ")"
 		}
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s%s\n", r.label(), r.Path, metricLabel(r),
-			count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB), ratio(r.Ratio),
-			interval(r.RatioLow, r.RatioHigh, ", "), rowP(r), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
+			count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB), relColumn(r),
+			ciColumn(r, ", "), rowP(r), res.pColumn(pvalue(r.PAdjusted)+"\t"), verdict)
 	}
 	if err := tw.Flush(); err != nil {
 		return err
@@ -189,7 +189,7 @@ func writeMarkdown(w io.Writer, res Result) error {
 		}
 		fmt.Fprintf(w, "| %s | %s | %s | %s | %s | %s | %s | %s | %s | %s | %s%s |\n", mdtext.Escape(r.label()), mdtext.Escape(r.Path),
 			mdtext.Escape(metricLabel(r)), count(r.NA, r.FailedA), count(r.NB, r.FailedB), analysis.Num(r.MeanA), analysis.Num(r.MeanB),
-			ratio(r.Ratio), interval(r.RatioLow, r.RatioHigh, " – "), rowP(r),
+			relColumn(r), ciColumn(r, " – "), rowP(r),
 			res.pColumn(pvalue(r.PAdjusted)+" | "), mdtext.Escape(verdict))
 	}
 	fmt.Fprintln(w)
@@ -238,10 +238,16 @@ type jsonRow struct {
 	// Paired says the row was compared round by round (both sides in the same run's rounds).
 	Paired bool `json:"paired"`
 	// MDE is the smallest relative difference the row could detect (0.04: 4 %), null when
-	// not computed or untestable.
-	MDE     *float64 `json:"min_detectable_effect"`
-	Verdict string   `json:"verdict"`
-	Note    string   `json:"note,omitempty"`
+	// not computed or untestable; on the difference scale it is in the metric's unit.
+	MDE *float64 `json:"min_detectable_effect"`
+	// Scale is "difference" for a metric compared as B - A (UDP loss), with Difference and
+	// its interval in the metric's unit; empty for a ratio.
+	Scale          string   `json:"scale,omitempty"`
+	Difference     *float64 `json:"difference,omitempty"`
+	DifferenceLow  *float64 `json:"difference_low,omitempty"`
+	DifferenceHigh *float64 `json:"difference_high,omitempty"`
+	Verdict        string   `json:"verdict"`
+	Note           string   `json:"note,omitempty"`
 }
 
 func writeJSON(w io.Writer, res Result) error {
@@ -252,11 +258,15 @@ func writeJSON(w io.Writer, res Result) error {
 		doc.FingerprintDiff = []Difference{}
 	}
 	for _, r := range res.Rows {
-		doc.Rows = append(doc.Rows, jsonRow{Workload: r.Workload, Pairs: r.Pairs, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
+		row := jsonRow{Workload: r.Workload, Pairs: r.Pairs, Path: r.Path, Metric: r.Metric, Unit: r.Unit,
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
 			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact, Paired: r.Paired,
-			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note})
+			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note}
+		if r.Points {
+			row.Scale, row.Difference, row.DifferenceLow, row.DifferenceHigh = "difference", finite(r.Diff), finite(r.DiffLow), finite(r.DiffHigh)
+		}
+		doc.Rows = append(doc.Rows, row)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -294,6 +304,29 @@ func count(n, failed int) string {
 
 // ratio shows three decimals: a 0.1 % difference is the finest any of these measurements
 // resolves.
+// relColumn is a row's B/A column: the ratio of the means, or for a metric compared on the
+// difference scale B - A in percentage points.
+func relColumn(r Row) string {
+	if r.Points {
+		if math.IsNaN(r.Diff) {
+			return "-"
+		}
+		return fmt.Sprintf("%+.3g pp", r.Diff)
+	}
+	return ratio(r.Ratio)
+}
+
+// ciColumn is the interval of relColumn's figure.
+func ciColumn(r Row, sep string) string {
+	if r.Points {
+		if math.IsNaN(r.DiffLow) || math.IsNaN(r.DiffHigh) {
+			return "-"
+		}
+		return fmt.Sprintf("[%.3g%s%.3g] pp", r.DiffLow, sep, r.DiffHigh)
+	}
+	return interval(r.RatioLow, r.RatioHigh, sep)
+}
+
 func ratio(v float64) string {
 	if math.IsNaN(v) || math.IsInf(v, 0) {
 		return "-"

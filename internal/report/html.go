@@ -344,7 +344,7 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
 {{if .Verdict}}
 <h2 id="verdict">Verdict</h2>
-<p class="desc">Each workload's headline metric, best first: mean [95 % CI]; x = mean relative to the reference; p: paired t on the per-round log ratios where every round measured both ("paired"), else Mann-Whitney U.</p>
+<p class="desc">Each workload's headline metric (UDP: loss at the offered rate), best first: mean [95 % CI]; x = mean relative to the reference, pp = difference in percentage points (loss); p: paired t on the per-round log ratios (loss: differences) where every round measured both ("paired"), else Mann-Whitney U (loss: Welch's t).</p>
 <div class="scroll"><table class="verdict">
 <tr><th>Workload and metric</th><th>Target or path</th><th>Mean [95 % CI]</th><th>x</th><th>Verdict</th><th>n</th></tr>
 {{range .Verdict}}{{$title := .Title}}{{range $i, $r := .Rows}}<tr{{if eq $i 0}} class="first"{{end}}><td>{{if eq $i 0}}{{$title}}{{end}}</td><td>{{$r.Name}}</td><td>{{$r.Mean}} {{$r.CI}}</td><td>{{$r.Ratio}}</td><td>{{if $r.Decided}}<b>{{$r.Verdict}}</b>{{else}}{{$r.Verdict}}{{end}}</td><td>{{$r.N}}</td></tr>

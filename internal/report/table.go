@@ -224,8 +224,14 @@ func rankingJSON(groups []analysis.RankGroup) []map[string]any {
 		var entries []map[string]any
 		for _, e := range g.Entries {
 			m := map[string]any{"target": e.Target, "verdict": e.Verdict, "n": e.Summary.N, "paired": e.Paired}
-			for k, v := range map[string]float64{"mean": e.Mean, "ratio_to_best": e.RatioToBest, "p_value": e.PValue,
-				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh, "min_detectable_effect": e.MDE} {
+			figures := map[string]float64{"mean": e.Mean, "ratio_to_best": e.RatioToBest, "p_value": e.PValue,
+				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh, "min_detectable_effect": e.MDE}
+			if e.Points {
+				// On the difference scale: in the metric's unit, as is the detectable effect.
+				m["scale"] = "difference"
+				figures["difference"], figures["difference_ci95_low"], figures["difference_ci95_high"] = e.Diff, e.DiffLow, e.DiffHigh
+			}
+			for k, v := range figures {
 				if !math.IsNaN(v) && !math.IsInf(v, 0) {
 					m[k] = v
 				}

@@ -16,9 +16,10 @@ func WriteVerdict(w io.Writer, lines []analysis.VerdictLine) {
 	if len(lines) == 0 {
 		return
 	}
-	fmt.Fprintln(w, "\nverdict: each workload's headline metric, best first; mean [95 % CI]; x = mean relative to the")
-	fmt.Fprintln(w, "reference; p: paired t on the per-round log ratios where every round measured both ('paired'),")
-	fmt.Fprintln(w, "else Mann-Whitney U")
+	fmt.Fprintln(w, "\nverdict: each workload's headline metric (UDP: loss at the offered rate), best first; mean")
+	fmt.Fprintln(w, "[95 % CI]; x = mean relative to the reference, pp = difference in percentage points (loss);")
+	fmt.Fprintln(w, "p: paired t on the per-round log ratios (loss: differences) where every round measured both")
+	fmt.Fprintln(w, "('paired'), else Mann-Whitney U (loss: Welch's t)")
 	measured, setup := splitSetup(lines)
 	for _, l := range measured {
 		fmt.Fprintf(w, "\n%s\n", lineTitle(l))

@@ -34,7 +34,7 @@ func lineTitle(l analysis.VerdictLine) string {
 func lineTable(l analysis.VerdictLine) []VerdictRow {
 	rows := make([]VerdictRow, 0, len(l.Entries))
 	for _, e := range l.Entries {
-		r := VerdictRow{Name: e.Target, Mean: analysis.Num(e.Mean), CI: ciOf(e.Summary), Ratio: fmt.Sprintf("x%.2f", e.RatioToBest),
+		r := VerdictRow{Name: e.Target, Mean: analysis.Num(e.Mean), CI: ciOf(e.Summary), Ratio: relation(e),
 			Verdict: entryVerdict(e), N: fmt.Sprintf("n=%d", e.Summary.N), Decided: e.Verdict == "better" || e.Verdict == "worse"}
 		switch {
 		case e.Verdict == "reference" && l.Path == "":
@@ -60,7 +60,7 @@ func entryVerdict(e analysis.Ranked) string {
 	case analysis.NotSignificant:
 		// What more rounds would buy starts from what these could have seen.
 		if e.MDE > 0 && !math.IsInf(e.MDE, 0) {
-			return fmt.Sprintf("n.s. (p=%.2g%s, could detect %.2g %%)", e.PValue, pairedMark(e), e.MDE*100)
+			return fmt.Sprintf("n.s. (p=%.2g%s, could detect %s)", e.PValue, pairedMark(e), detectable(e))
 		}
 		return fmt.Sprintf("n.s. (p=%.2g%s)", e.PValue, pairedMark(e))
 	case analysis.Untestable:

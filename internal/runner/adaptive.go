@@ -39,6 +39,10 @@ type Miss struct {
 	Undecided                  bool
 	Against                    string
 	Ratio, RatioLow, RatioHigh float64
+	// Points marks a figure compared on the difference scale (UDP loss): the comparison is
+	// Diff, 95 % interval [DiffLow, DiffHigh], in the metric's unit, and Ratio is not used.
+	Points                  bool
+	Diff, DiffLow, DiffHigh float64
 	// Confirming marks a group that met the target on fewer than confirmRounds checks in a
 	// row: not a miss to report, a round to make.
 	Confirming bool
@@ -253,6 +257,8 @@ func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int,
 			continue
 		case m.Untestable:
 			reached = "its comparison untestable at these samples"
+		case m.Undecided && m.Points:
+			reached = fmt.Sprintf("against %s %+.3g pp [%.3g, %.3g]: neither different at p < %g nor within the margin", m.Against, m.Diff, m.DiffLow, m.DiffHigh, DecisiveP)
 		case m.Undecided:
 			reached = fmt.Sprintf("against %s x%.3g [%.3g, %.3g]: neither different at p < %g nor within the margin", m.Against, m.Ratio, m.RatioLow, m.RatioHigh, DecisiveP)
 		case !math.IsNaN(m.RelCI):

@@ -33,6 +33,7 @@ func undecidedMisses(lines []analysis.VerdictLine, margin float64) []Miss {
 			}
 			m := missOf(l, e)
 			m.Undecided, m.Against, m.Ratio, m.RatioLow, m.RatioHigh = true, l.Against, e.RatioToBest, e.RatioLow, e.RatioHigh
+			m.Points, m.Diff, m.DiffLow, m.DiffHigh = e.Points, e.Diff, e.DiffLow, e.DiffHigh
 			out = append(out, m)
 		}
 	}
@@ -46,12 +47,16 @@ func undecidedMisses(lines []analysis.VerdictLine, margin float64) []Miss {
 // stopping once it was no wider than ±margin, wherever it lay, 6.2-7.2 % at CV 1-2 % (the
 // rounds then stop where the noise looks small, and the interval is too narrow); a plan of
 // rounds fixed from the first check's noise (Stein's two stages, on 3 rounds) 7.0 %.
-// TestComparisonStoppingRule has what this rule gives.
+// TestComparisonStoppingRule has what this rule gives. A figure compared on the difference
+// scale (UDP loss, a percentage) reads the margin as points of the whole: within ±2 pp at
+// the default 2 %.
 func decided(e analysis.Ranked, margin float64) bool {
-	switch e.Verdict {
-	case "better", "worse":
+	switch {
+	case e.Verdict == "better" || e.Verdict == "worse":
 		return e.PValue < DecisiveP
-	case analysis.NotSignificant:
+	case e.Verdict == analysis.NotSignificant && e.Points:
+		return e.DiffLow >= -margin*100 && e.DiffHigh <= margin*100
+	case e.Verdict == analysis.NotSignificant:
 		lo, hi := e.RatioLow, e.RatioHigh
 		return lo >= 1/(1+margin) && hi <= 1+margin
 	}

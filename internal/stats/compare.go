@@ -87,6 +87,11 @@ type Comparison struct {
 	// Paired reports a comparison paired by block (CompareBlocked): PValue and the interval
 	// come from the paired t on the per-block log ratios, and U is NaN.
 	Paired bool
+	// Points reports a comparison on the difference scale (ComparePoints): Diff is
+	// mean(B) - mean(A) in the metric's units with its (1-Alpha) interval [DiffLow,
+	// DiffHigh], and MDE is in those units too.
+	Points                  bool
+	Diff, DiffLow, DiffHigh float64
 	// Verdict is VerdictBetter, VerdictWorse or VerdictNone from B's point
 	// of view.
 	Verdict string
