@@ -176,6 +176,8 @@ build_project() {
 	local version
 	version=$(git -C "$ROOT" describe --always --dirty 2>/dev/null || echo dev)
 	CGO_ENABLED=0 go build -trimpath -ldflags "-s -w -X main.version=$version" -o bin/cnibench ./cmd/cnibench
+	# kubectl runs kubectl-cnibench on PATH as `kubectl cnibench`.
+	ln -sfn cnibench bin/kubectl-cnibench
 	# Build to a temp name and rename, so a concurrent cluster never sees a
 	# half-written pause binary.
 	CGO_ENABLED=0 go build -trimpath -ldflags '-s -w' -o "$CACHE/bin/.cnb-pause.tmp" ./cmd/cnb-pause

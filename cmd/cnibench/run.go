@@ -17,8 +17,9 @@ import (
 // version is stamped by the build (-ldflags -X main.version=...).
 var version = "dev"
 
-func newRunCommand() *cobra.Command {
-	o := bench.Options{}
+func newRunCommand(plugin bool) *cobra.Command {
+	// As a kubectl plugin the default target is kubectl's current context.
+	o := bench.Options{CurrentContext: plugin}
 	var paths, nodes, datapaths, policies, pairs, failOn, tolerance, precision, warmup, margin string
 	cmd := &cobra.Command{
 		Use:   "run",
@@ -86,7 +87,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringVar(&o.Runner.RuntimeClass, "runtime-class", "", "RuntimeClass of every benchmark pod (e.g. crun); --runtimes compares several")
 	f.StringSliceVar(&o.Overrides.CRIs, "cri", nil, "local clusters' CRI: containerd, crio; several compare them side by side, a cluster each")
 	f.StringSliceVar(&o.Overrides.Runtimes, "runtimes", nil, "compare runtimes side by side in each cluster, samples interleaved: RuntimeClass names (local clusters: runc, crun, runsc, youki)")
-	f.StringSliceVar(&o.Overrides.Tunings, "tunings", nil, "compare kernel tuning profiles side by side in each local cluster, samples interleaved: default, throughput, latency or YAML files (docs/tuning.md)")
+	f.StringSliceVar(&o.Overrides.Tunings, "tunings", nil, "compare kernel tuning profiles side by side in each local cluster, samples interleaved: default, throughput, latency or YAML files (docs/measuring.md)")
 	f.StringVar(&o.Runner.Placement.Selector, "node-selector", "", "label selector for the two nodes")
 	f.StringVar(&nodes, "nodes", "", "node names: client node,server node[,more nodes to spread pairs over]")
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")

@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -29,12 +30,29 @@ type Options struct {
 	// a significant regression against it an error.
 	Baseline string
 	Gate     *compare.Gate
+	// CurrentContext makes the default target the kubeconfig's current context (KUBECONFIG
+	// or ~/.kube/config, as kubectl reads it) instead of the local cluster, where neither a
+	// suite file nor a target flag names one: how `kubectl cnibench run` is expected to work.
+	CurrentContext bool
+}
+
+// targetFlagsSet reports whether the overrides name the run's targets.
+func targetFlagsSet(o suite.Overrides) bool {
+	return o.Kubeconfig != "" || o.Context != "" || len(o.Datapaths) > 0 || o.LocalCluster != "" || o.Datapath != "" ||
+		len(o.CRIs) > 0 || o.Kubernetes != "" || o.ProxyMode != "" || len(o.NetworkPolicies) > 0
 }
 
 // Run executes the run command.
 func Run(ctx context.Context, o Options) error {
 	if o.Output != "table" && o.Output != "json" && o.Output != "yaml" {
 		return fmt.Errorf("-o %q: expected table, json or yaml", o.Output)
+	}
+	if o.CurrentContext && o.SuiteFile == "" && !targetFlagsSet(o.Overrides) {
+		name, err := kube.CurrentContext()
+		if err != nil {
+			return err
+		}
+		o.Overrides.Context = name
 	}
 	s, err := suite.Resolve(o.SuiteFile, o.Overrides)
 	if err != nil {

@@ -32,6 +32,19 @@ type Client struct {
 	Context string
 }
 
+// CurrentContext is the current context of the kubeconfig kubectl would read (KUBECONFIG, else
+// ~/.kube/config), or an error saying there is none.
+func CurrentContext() (string, error) {
+	raw, err := clientcmd.NewNonInteractiveDeferredLoadingClientConfig(clientcmd.NewDefaultClientConfigLoadingRules(), &clientcmd.ConfigOverrides{}).RawConfig()
+	if err != nil {
+		return "", fmt.Errorf("read the kubeconfig (KUBECONFIG or ~/.kube/config): %w", err)
+	}
+	if raw.CurrentContext == "" {
+		return "", errors.New("the kubeconfig (KUBECONFIG or ~/.kube/config) has no current context: name a cluster with --context or --kubeconfig, or --cluster for a local cluster")
+	}
+	return raw.CurrentContext, nil
+}
+
 // Connect loads a kubeconfig (empty path: the usual KUBECONFIG / ~/.kube/config rules) with an
 // optional context.
 func Connect(kubeconfig, kubeContext string) (*Client, error) {
