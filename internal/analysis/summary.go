@@ -116,7 +116,9 @@ func sortRows(rows []Row) {
 func MetricRank(workload, name string) int {
 	kind := strings.SplitN(workload, "/", 2)[0]
 	rate := engine.RateMetric(kind)
-	order := append(engine.MetricsFor(kind), catalog.Concurrency()...)
+	// A rate search's found rate goes before the figures of its best trial.
+	order := append([]string{catalog.RFC2544}, engine.MetricsFor(kind)...)
+	order = append(order, catalog.Concurrency()...)
 	order = append(order, rate+catalog.PairMin, rate+catalog.PairMedian, rate+catalog.PairMax)
 	order = append(order, catalog.Costs()...)
 	order = append(order, catalog.Setup()...)

@@ -40,6 +40,7 @@ const (
 	Throughput      = "throughput_gbps"
 	Retransmits     = "retransmits"
 	Loss            = "loss_pct"
+	RFC2544         = "rfc2544_gbps"
 	Jitter          = "jitter_ms"
 	PacketRate      = "packets_per_s"
 	LatencyMean     = "latency_mean_us"
@@ -111,6 +112,7 @@ func specs() []Spec {
 		{Throughput, "Gbit/s", "Goodput measured by the receiver (payload bits per second, all streams; summed over pairs).", true, true, Sum},
 		{Retransmits, "segments", "TCP segments retransmitted by the sender over the sample (all streams and pairs).", false, true, Sum},
 		{Loss, "%", "UDP datagrams lost in transit: lost / sent * 100 (mean over pairs).", false, true, Mean},
+		{RFC2544, "Gbit/s", "RFC 2544 throughput: the highest offered UDP rate whose loss stayed within the search's threshold, found by binary search in one-second trials (summed over pairs).", true, true, Sum},
 		{Jitter, "ms", "UDP inter-arrival jitter measured by the receiver (RFC 3550 smoothed; mean over pairs).", false, true, Mean},
 		{PacketRate, "pkt/s", "UDP datagrams received per second (summed over pairs).", true, true, Sum},
 		{LatencyMean, "µs", "Mean round-trip time of one request/response (connect included for tcp-crr).", false, true, Merged},
@@ -228,22 +230,23 @@ func Headline(name string) bool {
 // x10 and no practical difference).
 func Points(name string) bool { return name == Loss }
 
-// kindVerdictMetric is the figure a workload kind's verdict is about when it is not Primary's
-// ("" otherwise; kinds are the engine's names). udp-stream offers a fixed rate, which every
+// kindVerdictMetrics are the figures a workload kind's verdict is about, in preference, when
+// it is not Primary's (kinds are the engine's names). udp-stream offers a fixed rate, which every
 // path that carries it delivers (0.498 Gbit/s of 0.5 on every path): what tells paths apart
 // is the loss at that rate.
-func kindVerdictMetric(kind string) string {
+// A rate search's found rate comes first: it is what the search was for.
+func kindVerdictMetrics(kind string) []string {
 	if kind == "udp-stream" {
-		return Loss
+		return []string{RFC2544, Loss}
 	}
-	return ""
+	return nil
 }
 
 // VerdictMetric is the figure a verdict and a comparison's headline family are about for a
 // workload kind among the metrics it has (keys of byName): the kind's own where measured,
 // else Primary.
 func VerdictMetric[V any](kind string, byName map[string]V) string {
-	if m := kindVerdictMetric(kind); m != "" {
+	for _, m := range kindVerdictMetrics(kind) {
 		if _, has := byName[m]; has {
 			return m
 		}
@@ -265,5 +268,5 @@ func Primary[V any](byName map[string]V) string {
 
 // ProgressOrder is the order in which a progress line looks for a sample's one figure.
 func ProgressOrder() []string {
-	return []string{Throughput, ConnectionRate, SplitAbsError, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
+	return []string{RFC2544, Throughput, ConnectionRate, SplitAbsError, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
 }

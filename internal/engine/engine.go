@@ -16,6 +16,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -71,6 +72,11 @@ type Workload struct {
 	// optional K, M, G or T suffix (powers of 1000, bits per second), e.g. "500M".
 	// Unlimited ("0") is not allowed. Empty for other kinds.
 	Rate string
+	// Search makes a udp-stream sample an RFC 2544 throughput search: the highest offered
+	// rate up to Rate whose loss is at most MaxLoss percent (0: no loss at all), found by
+	// binary search in trials that share the sample's Duration (SearchTrials, TrialDuration).
+	Search  bool
+	MaxLoss float64
 	// Threads is the cpu and memory workers in the pod: 0 starts one per online CPU.
 	Threads int
 	// Tool names the engine that measures the workload, where more than one can (tcp-rr:
@@ -96,7 +102,38 @@ func (w Workload) Validate() error {
 	if w.Duration%time.Second != 0 {
 		return fmt.Errorf("duration: expected whole seconds, got %s", w.Duration)
 	}
+	if w.Search && w.Duration < MinSearchTrials*time.Second {
+		return fmt.Errorf("duration: expected at least %ds for a rate search (%d trials of a second at least), got %s", MinSearchTrials, MinSearchTrials, w.Duration)
+	}
 	return nil
+}
+
+// MinSearchTrials is the fewest trials a rate search makes: the offered maximum, then two
+// halvings. MaxSearchTrials is the most: the maximum and seven halvings, to 1/128 of it.
+const (
+	MinSearchTrials = 3
+	MaxSearchTrials = 8
+)
+
+// SearchTrials is how many trials a search sample makes: one per second of its Duration, at
+// most MaxSearchTrials; a longer Duration lengthens the trials instead (TrialDuration).
+func (w Workload) SearchTrials() int {
+	return min(MaxSearchTrials, max(MinSearchTrials, int(w.Duration/time.Second)))
+}
+
+// TrialDuration is how long each trial of a search offers its rate: the Duration shared by
+// the trials, in whole seconds, at least one. Loss comes in bursts, so a short trial passes
+// more easily than a long one: RFC 2544 asks for 60 s trials, which a Duration of 8 minutes
+// gives.
+func (w Workload) TrialDuration() time.Duration {
+	return max(time.Second, (w.Duration / time.Duration(w.SearchTrials())).Truncate(time.Second))
+}
+
+// Trial is the workload of one search trial: a plain udp-stream at bps for TrialDuration.
+func (w Workload) Trial(bps int64) Workload {
+	t := w
+	t.Search, t.MaxLoss, t.Rate, t.Duration = false, 0, formatRate(bps), w.TrialDuration()
+	return t
 }
 
 // validateShape validates everything but Duration: the fields ID depends on.
@@ -154,6 +191,12 @@ func (w Workload) validateShape() error {
 				MaxRRSize, w.Kind, w.MessageSize)
 		}
 	}
+	if w.Kind != UDPStream && (w.Search || w.MaxLoss != 0) {
+		return fmt.Errorf("maxLoss: expected only for %s (a rate search), got %s", UDPStream, w.Kind)
+	}
+	if w.MaxLoss < 0 || w.MaxLoss >= 100 || (w.MaxLoss != 0 && !w.Search) {
+		return fmt.Errorf("maxLoss: expected a percentage from 0 to below 100, got %g", w.MaxLoss)
+	}
 	if w.Kind == UDPStream {
 		if _, err := parseRate(w.Rate); err != nil {
 			return fmt.Errorf("rate: %w", err)
@@ -210,7 +253,12 @@ func (w Workload) ID() string {
 		return fmt.Sprintf("%s/%dx%s", w.Kind, w.Streams, formatSize(w.MessageSize))
 	case UDPStream:
 		bps, _ := parseRate(w.Rate) // validated above
-		return fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
+		id := fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
+		if w.Search {
+			// The search's bound and threshold: "udp-stream/1300B@1G/search0.1%".
+			id += "/search" + strconv.FormatFloat(w.MaxLoss, 'g', -1, 64) + "%"
+		}
+		return id
 	case CPU, Memory:
 		return w.computeID()
 	case GatewaySplit:
@@ -259,7 +307,16 @@ func ParseID(id string) (Workload, error) {
 		if w.MessageSize, err = parseSize(size); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
 		}
+		rate, search, hasSearch := strings.Cut(rate, "/")
 		w.Rate = rate
+		if hasSearch {
+			loss, ok := strings.CutPrefix(search, "search")
+			loss, pct := strings.CutSuffix(loss, "%")
+			if w.MaxLoss, err = strconv.ParseFloat(loss, 64); !ok || !pct || err != nil {
+				return Workload{}, fmt.Errorf("workload id %q: expected /searchLOSS%% after the rate, e.g. %q", id, "udp-stream/1300B@1G/search0.1%")
+			}
+			w.Search = true
+		}
 	case TCPRR, TCPCRR:
 		if w.MessageSize, err = parseSize(params); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)

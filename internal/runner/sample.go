@@ -33,7 +33,11 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 		}
 		ip := func(role string) string { return f.Pod(role, i).Status.PodIP }
 		srv := func(role string) kube.Server { return f.Spec.ServersOf(role, i)[server] }
-		client := podContainer{pod(kube.RoleClient), kube.ClientContainer}
+		// Only the pod-network paths have a client pod (a host-network suite has none).
+		var client podContainer
+		if f.Pod(kube.RoleClient, i) != nil {
+			client = podContainer{pod(kube.RoleClient), kube.ClientContainer}
+		}
 		var e pairEnd
 		switch path {
 		case suite.SameNode:
@@ -98,6 +102,17 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 	for i, e := range ends {
 		statPods = append(statPods, e.statPods...)
 		argvs[i] = clientArgv(eng, ew, e, n, r.opts.Suite.AwakeRR())
+	}
+	if ew.Search {
+		// Trials of a second at changing rates: the costs of the whole search would describe
+		// no one rate, so a search sample has none.
+		fig, err := r.searchRate(ctx, tg, eng, ew, ends)
+		s.Raw = fig.raw
+		if err != nil {
+			return fail(err)
+		}
+		s.Metrics, s.Duration = fig.metrics, time.Since(s.Started)
+		return s
 	}
 	before, err := r.stats(ctx, tg, statPods)
 	if err != nil {

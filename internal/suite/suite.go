@@ -220,10 +220,13 @@ type Local struct {
 type Workload struct {
 	Kind    string `json:"kind"`
 	Streams int    `json:"streams,omitempty"`
-	Size    int    `json:"size,omitempty"`    // message or datagram size in bytes
-	Rate    string `json:"rate,omitempty"`    // udp-stream offered rate, iperf3 -b syntax
-	Threads int    `json:"threads,omitempty"` // cpu and memory workers; 0: one per CPU
-	Tool    string `json:"tool,omitempty"`    // the engine, where several can measure the kind
+	Size    int    `json:"size,omitempty"` // message or datagram size in bytes
+	Rate    string `json:"rate,omitempty"` // udp-stream offered rate, iperf3 -b syntax
+	// MaxLoss makes a udp-stream sample an RFC 2544 throughput search up to Rate: the highest
+	// offered rate whose loss stays at or below this percentage (0: none lost).
+	MaxLoss *float64 `json:"maxLoss,omitempty"`
+	Threads int      `json:"threads,omitempty"` // cpu and memory workers; 0: one per CPU
+	Tool    string   `json:"tool,omitempty"`    // the engine, where several can measure the kind
 	// Weight is a gateway-split's percentage to the first backend.
 	Weight int `json:"weight,omitempty"`
 	// VUs are a gateway-split's k6 virtual users: one workload per level.

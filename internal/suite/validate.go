@@ -83,8 +83,9 @@ func (s Suite) Validate() error {
 	}
 	ids := map[string]bool{}
 	for i, w := range s.Workloads {
-		// The duration is the suite's, checked once below, not once per workload.
-		ew := w.Engine(time.Second)
+		// The duration itself is checked once below, not once per workload; a rate search
+		// checks that its samples give it enough trials.
+		ew := w.Engine(min(max(w.SampleDuration(s).Truncate(time.Second), time.Second), engine.MaxDuration))
 		if err := ew.Validate(); err != nil {
 			add("workloads[%d]: %v", i, err)
 			continue
@@ -140,6 +141,9 @@ func (w Workload) Engine(d time.Duration) engine.Workload {
 	ew := engine.Workload{Kind: w.Kind, Streams: w.Streams, MessageSize: w.Size, Rate: w.Rate, Threads: w.Threads, Tool: w.Tool, Weight: w.Weight, Duration: d}
 	if len(w.VUs) > 0 {
 		ew.VUs = w.VUs[0] // expandVUs left one level per workload
+	}
+	if w.MaxLoss != nil {
+		ew.Search, ew.MaxLoss = true, *w.MaxLoss
 	}
 	if ew.Kind == engine.TCPStream && ew.Streams == 0 {
 		ew.Streams = 1

@@ -131,6 +131,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 	t.Run("tuning profiles applied in the pods, read back, the host's values unchanged", func(t *testing.T) {
 		runTunings(ctx, t, dir)
 	})
+	t.Run("RFC 2544 rate search on the host-network path alone", func(t *testing.T) {
+		runSearch(ctx, t, dir)
+	})
 	t.Run("ten pairs at once", func(t *testing.T) {
 		runPairs(ctx, t, dir)
 	})
