@@ -8,7 +8,6 @@ import (
 	"cmp"
 	"math"
 	"slices"
-	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
@@ -114,7 +113,7 @@ func sortRows(rows []Row) {
 // MetricRank puts a workload's own metrics first, in the engine's order, then the pair
 // figures, the costs and the setup latencies: the display order of every table.
 func MetricRank(workload, name string) int {
-	kind := strings.SplitN(workload, "/", 2)[0]
+	kind := WorkloadKind(workload)
 	rate := engine.RateMetric(kind)
 	// A rate search's found rate goes before the figures of its best trial.
 	order := append([]string{catalog.RFC2544}, engine.MetricsFor(kind)...)

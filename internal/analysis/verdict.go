@@ -57,7 +57,7 @@ func Verdict(samples []store.Sample) []VerdictLine {
 	}
 	var lines []VerdictLine
 	for c, values := range verdictValues(samples, len(targets) > 1) {
-		metric := catalog.VerdictMetric(workloadKind(c.workload), values)
+		metric := catalog.VerdictMetric(WorkloadKind(c.workload), values)
 		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
 			continue
 		}
@@ -122,8 +122,8 @@ func (l VerdictLine) IsSetup() bool {
 	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
 }
 
-// workloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".
-func workloadKind(id string) string {
+// WorkloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".
+func WorkloadKind(id string) string {
 	kind, _, _ := strings.Cut(id, "/")
 	return kind
 }

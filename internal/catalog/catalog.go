@@ -112,7 +112,7 @@ func specs() []Spec {
 		{Throughput, "Gbit/s", "Goodput measured by the receiver (payload bits per second, all streams; summed over pairs).", true, true, Sum},
 		{Retransmits, "segments", "TCP segments retransmitted by the sender over the sample (all streams and pairs).", false, true, Sum},
 		{Loss, "%", "UDP datagrams lost in transit: lost / sent * 100 (mean over pairs).", false, true, Mean},
-		{RFC2544, "Gbit/s", "RFC 2544 throughput: the highest offered UDP rate whose loss stayed within the search's threshold, found by binary search in one-second trials (summed over pairs).", true, true, Sum},
+		{RFC2544, "Gbit/s", "RFC 2544 throughput: the highest offered UDP rate whose loss stayed within the search's threshold, found by binary search in trials that share the sample's duration (summed over pairs).", true, true, Sum},
 		{Jitter, "ms", "UDP inter-arrival jitter measured by the receiver (RFC 3550 smoothed; mean over pairs).", false, true, Mean},
 		{PacketRate, "pkt/s", "UDP datagrams received per second (summed over pairs).", true, true, Sum},
 		{LatencyMean, "µs", "Mean round-trip time of one request/response (connect included for tcp-crr).", false, true, Merged},
@@ -231,10 +231,9 @@ func Headline(name string) bool {
 func Points(name string) bool { return name == Loss }
 
 // kindVerdictMetrics are the figures a workload kind's verdict is about, in preference, when
-// it is not Primary's (kinds are the engine's names). udp-stream offers a fixed rate, which every
-// path that carries it delivers (0.498 Gbit/s of 0.5 on every path): what tells paths apart
-// is the loss at that rate.
-// A rate search's found rate comes first: it is what the search was for.
+// it is not Primary's (kinds are the engine's names). udp-stream offers a fixed rate, which
+// every path that carries it delivers (0.498 Gbit/s of 0.5 on every path): what tells paths
+// apart is the loss at that rate, or, for a rate search, the rate it found.
 func kindVerdictMetrics(kind string) []string {
 	if kind == "udp-stream" {
 		return []string{RFC2544, Loss}

@@ -419,11 +419,11 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 // adjust adjusts the p-values of the rows that carry a verdict and withdraws the verdicts
 // whose adjusted p-value is no longer below alpha. The families fit the question a
 // comparison answers: in each cell the headline metric (catalog.VerdictMetric: throughput,
-// connection rate, p50 latency, UDP's loss...) is the question and is tested alone at alpha, as the gate
-// asks it; the cell's other metrics (CPU costs, percentiles, steal) are one family adjusted
-// among themselves. Adjusting the headline together with a dozen secondary metrics let a lone
-// 22 % throughput drop at 5 against 5 (raw p 0.008) pass as "no significant difference". The
-// interval half of a verdict stays at its level: a verdict needs both, so it is never given
+// connection rate, p50 latency, UDP's loss...) is the question and is tested alone at alpha, as
+// the gate asks it; the cell's other metrics (CPU costs, percentiles, steal) are one family
+// adjusted among themselves. Adjusting the headline together with a dozen secondary metrics let
+// a lone 22 % throughput drop at 5 against 5 (raw p 0.008) pass as "no significant difference".
+// The interval half of a verdict stays at its level: a verdict needs both, so it is never given
 // more often than the adjusted test alone would give it.
 func adjust(rows []Row, method string, alpha float64) error {
 	type family struct {
@@ -447,7 +447,7 @@ func adjust(rows []Row, method string, alpha float64) error {
 			continue
 		}
 		c := Cell{Path: r.Path, Workload: r.Workload, Pairs: r.Pairs}
-		f := family{cell: c, headline: r.Metric == catalog.VerdictMetric(workloadKind(r.Workload), inCell[c])}
+		f := family{cell: c, headline: r.Metric == catalog.VerdictMetric(analysis.WorkloadKind(r.Workload), inCell[c])}
 		families[f] = append(families[f], i)
 	}
 	for f, idx := range families {
@@ -505,9 +505,3 @@ func sortRows(rows []Row) {
 
 // label is the row's workload with its concurrency.
 func (r Row) label() string { return Cell{Workload: r.Workload, Pairs: r.Pairs}.label() }
-
-// workloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".
-func workloadKind(id string) string {
-	kind, _, _ := strings.Cut(id, "/")
-	return kind
-}

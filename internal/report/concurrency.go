@@ -112,7 +112,7 @@ func (m model) concurrencyPart(workload string, levels []int, rows []reportRow, 
 		names = append(names, fmt.Sprint(n))
 	}
 	p := &htmlConcurrency{Anchor: "c-" + anchor(workload), Title: workload + ": concurrency", Levels: strings.Join(names, ", ")}
-	kind := strings.SplitN(workload, "/", 2)[0]
+	kind := analysis.WorkloadKind(workload)
 	if rate := engine.RateMetric(kind); rate != "" {
 		spec, _ := catalog.Lookup(rate)
 		c := lineChart{Title: workload + ": aggregate " + rate + " against pairs", Unit: "mean " + rate + ", all pairs together",

@@ -104,8 +104,8 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		argvs[i] = clientArgv(eng, ew, e, n, r.opts.Suite.AwakeRR())
 	}
 	if ew.Search {
-		// Trials of a second at changing rates: the costs of the whole search would describe
-		// no one rate, so a search sample has none.
+		// Trials at changing rates: the costs of the whole search would describe no one
+		// rate, so a search sample has none.
 		fig, err := r.searchRate(ctx, tg, eng, ew, ends)
 		s.Raw = fig.raw
 		if err != nil {

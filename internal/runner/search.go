@@ -59,10 +59,9 @@ func (s *rateSearch) record(rate int64, loss float64, sent float64) bool {
 
 // searchRate measures a udp-stream rate search (engine.Workload.Search): its trials
 // (engine.Workload.SearchTrials, each TrialDuration long), every pair at the trial's rate,
-// released together. The
-// figures are the best passing trial's, with the rate found (summed over pairs) as
-// rfc2544_gbps, 0 when no trial kept its loss within the threshold (the figures are then the
-// last trial's). The raw output holds every trial's, each after a line naming its rate.
+// released together. The figures are the best passing trial's, with the rate found (summed
+// over pairs) as rfc2544_gbps, 0 when no trial passed (the figures are then the last
+// trial's). The raw output holds every trial's, each after a line naming its rate.
 func (r *run) searchRate(ctx context.Context, tg *target, eng engine.Engine, ew engine.Workload, ends []pairEnd) (pairFigures, error) {
 	top, err := ew.RateBitsPerSec()
 	if err != nil {
