@@ -3,7 +3,6 @@ package kube
 import (
 	"context"
 	"fmt"
-	"maps"
 	"slices"
 	"strings"
 
@@ -36,21 +35,10 @@ func (s FixtureSpec) NeedsHostNetwork() bool {
 	return false
 }
 
-// UnsafeSysctls lists the fixture's Sysctls that Kubernetes does not call safe, sorted: Pod
-// Security's baseline level refuses them.
-func (s FixtureSpec) UnsafeSysctls() []string {
-	var out []string
-	for _, k := range slices.Sorted(maps.Keys(s.Sysctls)) {
-		if !tuning.Safe(k) {
-			out = append(out, k)
-		}
-	}
-	return out
-}
-
-// needsPrivileged reports whether the fixture's pods need Pod Security's privileged level.
+// needsPrivileged reports whether the fixture's pods need Pod Security's privileged level:
+// host-network pods, or sysctls its baseline level refuses.
 func (s FixtureSpec) needsPrivileged() bool {
-	return s.NeedsHostNetwork() || len(s.UnsafeSysctls()) > 0
+	return s.NeedsHostNetwork() || len(tuning.Unsafe(s.Sysctls)) > 0
 }
 
 // namespaceLabels are the labels of a namespace a run creates: its own, and Pod Security's
@@ -81,7 +69,7 @@ func (c *Client) CheckPodSecurity(ctx context.Context, spec FixtureSpec, paths [
 			return err
 		}
 	}
-	if unsafe := spec.UnsafeSysctls(); len(unsafe) > 0 {
+	if unsafe := tuning.Unsafe(spec.Sysctls); len(unsafe) > 0 {
 		what := fmt.Sprintf("pods with the sysctls %s, which the tuning sets and Kubernetes does not call safe", strings.Join(unsafe, ", "))
 		return c.dryRun(ctx, spec, spec.pod(RoleClient, 0), what)
 	}

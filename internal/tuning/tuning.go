@@ -66,14 +66,12 @@ func Allowed() []string {
 // and a privileged namespace.
 func safe() []string { return []string{"net.ipv4.tcp_rmem", "net.ipv4.tcp_wmem"} }
 
-// Safe reports whether Kubernetes calls a sysctl safe.
-func Safe(name string) bool { return slices.Contains(safe(), name) }
-
-// Unsafe returns the profile's sysctls Kubernetes does not call safe, sorted.
-func (p Profile) Unsafe() []string {
+// Unsafe returns the names among sysctls that Kubernetes does not call safe, sorted: Pod
+// Security's baseline level refuses them and a kubelet needs them in allowedUnsafeSysctls.
+func Unsafe(sysctls map[string]string) []string {
 	var out []string
-	for _, k := range p.Keys() {
-		if !Safe(k) {
+	for _, k := range slices.Sorted(maps.Keys(sysctls)) {
+		if !slices.Contains(safe(), k) {
 			out = append(out, k)
 		}
 	}

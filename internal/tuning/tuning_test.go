@@ -14,11 +14,11 @@ func TestBuiltinProfiles(t *testing.T) {
 			t.Errorf("%s: %v", p.Name, err)
 		}
 	}
-	if p, err := Load("throughput"); err != nil || p.Sysctls["net.ipv4.tcp_rmem"] == "" || len(p.Unsafe()) != 0 {
+	if p, err := Load("throughput"); err != nil || p.Sysctls["net.ipv4.tcp_rmem"] == "" || len(Unsafe(p.Sysctls)) != 0 {
 		t.Errorf("Load(throughput) = %+v, %v; want tcp_rmem set and nothing unsafe", p, err)
 	}
-	if p, _ := Load("latency"); len(p.Unsafe()) != 3 {
-		t.Errorf("latency's unsafe sysctls = %v, want 3", p.Unsafe())
+	if p, _ := Load("latency"); len(Unsafe(p.Sysctls)) != 3 {
+		t.Errorf("latency's unsafe sysctls = %v, want 3", Unsafe(p.Sysctls))
 	}
 	for _, k := range UnsafeAllowed() {
 		if k == "net.ipv4.tcp_rmem" || k == "net.ipv4.tcp_wmem" {
