@@ -5,6 +5,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -47,7 +48,7 @@ func (b byMetric) add(metric, name string, o stats.Obs) {
 	b[metric][name] = append(b[metric][name], o)
 }
 
-// Verdict picks, for every cell, the workload's headline metric (catalog.VerdictMetric: UDP's
+// Verdict picks, for every cell, the workload's headline metric (VerdictMetric: UDP's
 // loss, else the first of catalog.ProgressOrder it measured) and ranks what the run compared
 // on it.
 func Verdict(samples []store.Sample) []VerdictLine {
@@ -57,7 +58,7 @@ func Verdict(samples []store.Sample) []VerdictLine {
 	}
 	var lines []VerdictLine
 	for c, values := range verdictValues(samples, len(targets) > 1) {
-		metric := catalog.VerdictMetric(WorkloadKind(c.workload), values)
+		metric := VerdictMetric(c.workload, values)
 		if metric == "" || (c.path != "" && len(values[metric]) < 2) {
 			continue
 		}
@@ -120,6 +121,14 @@ func rankLine(l VerdictLine, byName map[string][]stats.Obs, against string) Verd
 // entry, is the setup pseudo-path.
 func (l VerdictLine) IsSetup() bool {
 	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
+}
+
+// VerdictMetric is the figure a verdict and a comparison's headline family are about for a
+// workload ID among the metrics a cell has (keys of byName): its kind's own (UDP's loss or
+// searched rate) where measured, else catalog.Primary.
+func VerdictMetric[V any](workload string, byName map[string]V) string {
+	k, _ := engine.LookupKind(WorkloadKind(workload))
+	return catalog.VerdictMetric(k.VerdictMetrics, byName)
 }
 
 // WorkloadKind is the kind of a workload ID: "udp-stream" of "udp-stream/1300B@500M".

@@ -34,7 +34,7 @@ func TestUDPVerdictIsLoss(t *testing.T) {
 		t.Errorf("entry b %+v, want worse by 2 pp, paired, interval above 0", b)
 	}
 	// The loss of a tcp-stream workload, had it one, would not change its verdict metric.
-	if got := catalog.VerdictMetric("tcp-stream", map[string]float64{catalog.Throughput: 1, catalog.Loss: 1}); got != catalog.Throughput {
+	if got := VerdictMetric("tcp-stream/1", map[string]float64{catalog.Throughput: 1, catalog.Loss: 1}); got != catalog.Throughput {
 		t.Errorf("tcp-stream's verdict metric %s", got)
 	}
 }

@@ -230,22 +230,11 @@ func Headline(name string) bool {
 // x10 and no practical difference).
 func Points(name string) bool { return name == Loss }
 
-// kindVerdictMetrics are the figures a workload kind's verdict is about, in preference, when
-// it is not Primary's (kinds are the engine's names). udp-stream offers a fixed rate, which
-// every path that carries it delivers (0.498 Gbit/s of 0.5 on every path): what tells paths
-// apart is the loss at that rate, or, for a rate search, the rate it found.
-func kindVerdictMetrics(kind string) []string {
-	if kind == "udp-stream" {
-		return []string{RFC2544, Loss}
-	}
-	return nil
-}
-
-// VerdictMetric is the figure a verdict and a comparison's headline family are about for a
-// workload kind among the metrics it has (keys of byName): the kind's own where measured,
-// else Primary.
-func VerdictMetric[V any](kind string, byName map[string]V) string {
-	for _, m := range kindVerdictMetrics(kind) {
+// VerdictMetric is the figure a verdict and a comparison's headline family are about among the
+// metrics a cell has (keys of byName): the first of prefer, a workload kind's own verdict
+// metrics (engine.Kind.VerdictMetrics), that it has, else Primary.
+func VerdictMetric[V any](prefer []string, byName map[string]V) string {
+	for _, m := range prefer {
 		if _, has := byName[m]; has {
 			return m
 		}

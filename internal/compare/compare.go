@@ -418,7 +418,7 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 
 // adjust adjusts the p-values of the rows that carry a verdict and withdraws the verdicts
 // whose adjusted p-value is no longer below alpha. The families fit the question a
-// comparison answers: in each cell the headline metric (catalog.VerdictMetric: throughput,
+// comparison answers: in each cell the headline metric (analysis.VerdictMetric: throughput,
 // connection rate, p50 latency, UDP's loss...) is the question and is tested alone at alpha, as
 // the gate asks it; the cell's other metrics (CPU costs, percentiles, steal) are one family
 // adjusted among themselves. Adjusting the headline together with a dozen secondary metrics let
@@ -447,7 +447,7 @@ func adjust(rows []Row, method string, alpha float64) error {
 			continue
 		}
 		c := Cell{Path: r.Path, Workload: r.Workload, Pairs: r.Pairs}
-		f := family{cell: c, headline: r.Metric == catalog.VerdictMetric(analysis.WorkloadKind(r.Workload), inCell[c])}
+		f := family{cell: c, headline: r.Metric == analysis.VerdictMetric(r.Workload, inCell[c])}
 		families[f] = append(families[f], i)
 	}
 	for f, idx := range families {

@@ -16,7 +16,6 @@ package engine
 import (
 	"errors"
 	"fmt"
-	"strconv"
 	"strings"
 	"time"
 
@@ -59,7 +58,7 @@ const (
 
 // Workload is one kind of traffic with its parameters.
 type Workload struct {
-	// Kind is one of TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit.
+	// Kind names one of Kinds: TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit.
 	Kind string
 	// Streams is the number of parallel streams for tcp-stream (1-MaxStreams). Other
 	// kinds use one flow: 0 and 1 are accepted and mean the same.
@@ -153,59 +152,11 @@ func (w Workload) validateShape() error {
 		}
 		return nil
 	}
-	switch w.Kind {
-	case TCPStream, UDPStream, TCPRR, TCPCRR:
-	case CPU, Memory:
-		return w.validateCompute()
-	case GatewaySplit:
-		return w.validateSplit()
-	default:
-		return fmt.Errorf("kind: expected one of %s, %s, %s, %s, %s, %s, %s, got %q",
-			TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit, w.Kind)
+	k, ok := LookupKind(w.Kind)
+	if !ok {
+		return fmt.Errorf("kind: expected one of %s, got %q", strings.Join(KindNames(), ", "), w.Kind)
 	}
-	if w.Threads != 0 {
-		return fmt.Errorf("threads: expected 0 for %s (only %s and %s have threads), got %d", w.Kind, CPU, Memory, w.Threads)
-	}
-	if w.Kind == TCPStream {
-		if w.Streams < 1 || w.Streams > MaxStreams {
-			return fmt.Errorf("streams: expected 1-%d, got %d", MaxStreams, w.Streams)
-		}
-	} else if w.Streams != 0 && w.Streams != 1 {
-		return fmt.Errorf("streams: expected 0 or 1 for %s (only %s has parallel streams), got %d",
-			w.Kind, TCPStream, w.Streams)
-	}
-	switch w.Kind {
-	case TCPStream:
-		if w.MessageSize < 0 || w.MessageSize > MaxTCPWriteSize {
-			return fmt.Errorf("message size: expected 0 (tool default) or 1-%d bytes for %s, got %d",
-				MaxTCPWriteSize, w.Kind, w.MessageSize)
-		}
-	case UDPStream:
-		if w.MessageSize < MinUDPSize || w.MessageSize > MaxUDPSize {
-			return fmt.Errorf("message size: expected %d-%d bytes for %s, got %d",
-				MinUDPSize, MaxUDPSize, w.Kind, w.MessageSize)
-		}
-	default:
-		if w.MessageSize < 1 || w.MessageSize > MaxRRSize {
-			return fmt.Errorf("message size: expected 1-%d bytes for %s, got %d",
-				MaxRRSize, w.Kind, w.MessageSize)
-		}
-	}
-	if w.Kind != UDPStream && (w.Search || w.MaxLoss != 0) {
-		return fmt.Errorf("maxLoss: expected only for %s (a rate search), got %s", UDPStream, w.Kind)
-	}
-	if w.MaxLoss < 0 || w.MaxLoss >= 100 || (w.MaxLoss != 0 && !w.Search) {
-		return fmt.Errorf("maxLoss: expected a percentage from 0 to below 100, got %g", w.MaxLoss)
-	}
-	if w.Kind == UDPStream {
-		if _, err := parseRate(w.Rate); err != nil {
-			return fmt.Errorf("rate: %w", err)
-		}
-	} else if w.Rate != "" {
-		return fmt.Errorf("rate: expected empty for %s (only %s has an offered rate), got %q",
-			w.Kind, UDPStream, w.Rate)
-	}
-	return nil
+	return k.validate(w)
 }
 
 // RateBitsPerSec returns the udp-stream offered rate in bits per second.
@@ -245,27 +196,8 @@ func (w Workload) ID() string {
 		t.Tool = ""
 		return t.ID() + "+" + w.Tool
 	}
-	switch w.Kind {
-	case TCPStream:
-		if w.MessageSize == 0 {
-			return fmt.Sprintf("%s/%d", w.Kind, w.Streams)
-		}
-		return fmt.Sprintf("%s/%dx%s", w.Kind, w.Streams, formatSize(w.MessageSize))
-	case UDPStream:
-		bps, _ := parseRate(w.Rate) // validated above
-		id := fmt.Sprintf("%s/%s@%s", w.Kind, formatSize(w.MessageSize), formatRate(bps))
-		if w.Search {
-			// The search's bound and threshold: "udp-stream/1300B@1G/search0.1%".
-			id += "/search" + strconv.FormatFloat(w.MaxLoss, 'g', -1, 64) + "%"
-		}
-		return id
-	case CPU, Memory:
-		return w.computeID()
-	case GatewaySplit:
-		return w.splitID()
-	default:
-		return fmt.Sprintf("%s/%s", w.Kind, formatSize(w.MessageSize))
-	}
+	k, _ := LookupKind(w.Kind) // validated above
+	return k.id(w)
 }
 
 // ParseID parses an ID as produced by Workload.ID into a workload with a zero Duration
@@ -287,46 +219,9 @@ func ParseID(id string) (Workload, error) {
 		return Workload{}, fmt.Errorf("workload id %q: expected KIND/PARAMS, e.g. %q", id, "tcp-stream/4")
 	}
 	w := Workload{Kind: kind, Streams: 1}
-	var err error
-	switch kind {
-	case TCPStream:
-		streams, size, hasSize := strings.Cut(params, "x")
-		if w.Streams, err = parseCount(streams); err != nil {
-			return Workload{}, fmt.Errorf("workload id %q: streams: %w", id, err)
-		}
-		if hasSize {
-			if w.MessageSize, err = parseSize(size); err != nil {
-				return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
-			}
-		}
-	case UDPStream:
-		size, rate, hasRate := strings.Cut(params, "@")
-		if !hasRate {
-			return Workload{}, fmt.Errorf("workload id %q: expected %s/SIZE@RATE, e.g. %q", id, kind, "udp-stream/1300B@500M")
-		}
-		if w.MessageSize, err = parseSize(size); err != nil {
-			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
-		}
-		rate, search, hasSearch := strings.Cut(rate, "/")
-		w.Rate = rate
-		if hasSearch {
-			loss, ok := strings.CutPrefix(search, "search")
-			loss, pct := strings.CutSuffix(loss, "%")
-			if w.MaxLoss, err = strconv.ParseFloat(loss, 64); !ok || !pct || err != nil {
-				return Workload{}, fmt.Errorf("workload id %q: expected /searchLOSS%% after the rate, e.g. %q", id, "udp-stream/1300B@1G/search0.1%")
-			}
-			w.Search = true
-		}
-	case TCPRR, TCPCRR:
-		if w.MessageSize, err = parseSize(params); err != nil {
-			return Workload{}, fmt.Errorf("workload id %q: message size: %w", id, err)
-		}
-	case CPU, Memory:
-		if w, err = parseComputeID(kind, params); err != nil {
-			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
-		}
-	case GatewaySplit:
-		if w, err = parseSplitID(params); err != nil {
+	if k, ok := LookupKind(kind); ok {
+		var err error
+		if w, err = k.parse(params); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
 		}
 	}
@@ -449,20 +344,12 @@ func For(w Workload) (Engine, error) {
 	if w.Tool != "" {
 		return ByName(w.Tool) // validated: it supports w
 	}
+	k, _ := LookupKind(w.Kind) // validated above
 	var candidates []Engine
-	switch w.Kind {
-	case TCPStream, UDPStream:
-		candidates = []Engine{iperf3{}}
-	case TCPRR:
-		candidates = []Engine{sockperf{}, cnibench{}}
-	case TCPCRR:
-		candidates = []Engine{cnibench{}}
-	case CPU:
-		candidates = []Engine{stressNG{}}
-	case Memory:
-		candidates = []Engine{sysbench{}}
-	case GatewaySplit:
-		candidates = []Engine{k6{}}
+	for _, name := range k.Engines {
+		if e, err := ByName(name); err == nil {
+			candidates = append(candidates, e)
+		}
 	}
 	for _, e := range candidates {
 		if e.Supports(w) {

@@ -21,10 +21,6 @@ const (
 	maxMemoryBlock     = 1 << 30
 )
 
-// InPod reports whether a workload kind runs inside one pod, with no server and no path
-// between two endpoints.
-func InPod(kind string) bool { return kind == CPU || kind == Memory }
-
 // validateCompute checks a cpu or memory workload.
 func (w Workload) validateCompute() error {
 	if w.Threads < 0 || w.Threads > MaxThreads {

@@ -281,9 +281,9 @@ func (m model) percentileChart(s section, colours pathColours) htmlChart {
 		SVG:         template.HTML(c.SVG())}
 }
 
-// connectNote says that tcp-crr latencies include the TCP handshake.
+// connectNote says where a kind's latencies include the TCP handshake (tcp-crr).
 func connectNote(workload string) string {
-	if strings.HasPrefix(workload, engine.TCPCRR+"/") {
+	if k, _ := engine.LookupKind(analysis.WorkloadKind(workload)); k.ConnectInLatency {
 		return " (connect included)"
 	}
 	return ""

@@ -119,18 +119,10 @@ func pathLess(a, b string) bool {
 	return a < b
 }
 
-// workloadLess orders workloads by kind (streams, then request/response) and then by their
+// workloadLess orders workloads by kind (engine.Kinds' display order) and then by their
 // parameters, comparing digit runs as numbers so that tcp-stream/4 comes before tcp-stream/16.
 func workloadLess(a, b string) bool {
-	rank := func(w string) int {
-		kind := strings.SplitN(w, "/", 2)[0]
-		for i, k := range []string{engine.TCPStream, engine.UDPStream, engine.TCPRR, engine.TCPCRR} {
-			if k == kind {
-				return i
-			}
-		}
-		return 4
-	}
+	rank := func(w string) int { return engine.KindRank(analysis.WorkloadKind(w)) }
 	if ra, rb := rank(a), rank(b); ra != rb {
 		return ra < rb
 	}

@@ -41,7 +41,7 @@ const skewFlagFraction = 0.05
 // barrier, times the start on the node and, for several pairs, logs every round trip.
 func clientArgv(eng engine.Engine, ew engine.Workload, end pairEnd, pairs int, awake bool) []string {
 	run := agentcmd.RunCmd{Barrier: true, Command: eng.ClientArgv(ew, end.target, end.port)}
-	if awake && (ew.Kind == engine.TCPRR || ew.Kind == engine.TCPCRR) {
+	if k, _ := engine.LookupKind(ew.Kind); awake && k.RoundTrips {
 		run.KeepAwake = pairs
 	}
 	if l, ok := eng.(engine.RTTLogger); ok && pairs > 1 {
