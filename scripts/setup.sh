@@ -2,7 +2,8 @@
 # Prepares a Debian 12 host (run as root) for cnibench: installs the Debian
 # packages the local cluster uses, builds cnibench and the pause binary, and
 # builds the third-party binaries the default run needs (Kubernetes,
-# containerd, CoreDNS, CNI plugins) from the Go module proxy into the cache.
+# containerd, CoreDNS, CNI plugins from the Go module proxy, STREAM from
+# crates.io with cargo) into the cache.
 # Datapaths' binaries (flannel, Cilium) and other Kubernetes releases are
 # built on first use by `cnibench cluster create`, or now with
 # `bin/cnibench setup --all`.

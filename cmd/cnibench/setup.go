@@ -17,9 +17,10 @@ func newSetupCommand() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "setup",
 		Short: "Build and cache the binaries the local cluster runs (by default only what a bridge cluster needs)",
-		Long: `Build and cache the third-party binaries the local cluster runs, from the Go module proxy.
+		Long: `Build and cache the third-party binaries the local cluster runs, from the Go module proxy
+(and STREAM from crates.io, with cargo).
 
-By default only what the default run needs: the CNI plugins, CoreDNS, containerd and one
+By default only what the default run needs: the CNI plugins, CoreDNS, containerd, STREAM and one
 Kubernetes release. A cluster that needs more (the flannel or Cilium datapaths, another
 Kubernetes release) builds it on first use; --all builds everything now.`,
 		Args: cobra.NoArgs,

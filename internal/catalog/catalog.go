@@ -71,6 +71,12 @@ const (
 	MemoryRead  = "memory_read_mbps"
 	MemoryWrite = "memory_write_mbps"
 
+	// Memory bandwidth as STREAM measures it (the stream workload).
+	StreamCopy  = "stream_copy_mbps"
+	StreamScale = "stream_scale_mbps"
+	StreamAdd   = "stream_add_mbps"
+	StreamTriad = "stream_triad_mbps"
+
 	// Gateway API weighted split (k6 through an HTTPRoute).
 	SplitAbsError = "split_abs_error_pp"
 	SplitError    = "split_error_pp"
@@ -125,6 +131,10 @@ func specs() []Spec {
 		{CPUOps, "ops/s", "stress-ng cpu stressor (matrixprod) bogo operations per wall-clock second, all threads (summed over pairs).", true, true, Sum},
 		{MemoryRead, "MB/s", "sysbench memory, sequential reads through a buffer beyond the cache: bytes read per wall-clock second, all threads (summed over pairs).", true, true, Sum},
 		{MemoryWrite, "MB/s", "sysbench memory, sequential writes: bytes written per wall-clock second, all threads (summed over pairs).", true, true, Sum},
+		{StreamCopy, "MB/s", "STREAM copy (a = b): the best rate of its iterations, 16 bytes counted per element as STREAM counts them, decimal MB/s, all threads (summed over pairs).", true, true, Sum},
+		{StreamScale, "MB/s", "STREAM scale (a = q*b): the best rate of its iterations, 16 bytes per element, decimal MB/s (summed over pairs).", true, true, Sum},
+		{StreamAdd, "MB/s", "STREAM add (a = b + c): the best rate of its iterations, 24 bytes per element, decimal MB/s (summed over pairs).", true, false, Sum},
+		{StreamTriad, "MB/s", "STREAM triad (a = b + q*c): the best rate of its iterations, 24 bytes per element, decimal MB/s (summed over pairs).", true, false, Sum},
 		{SplitAbsError, "pp", "Split accuracy: mean over 5-second windows of |share of the first backend - its weight|, in percentage points.", false, true, Mean},
 		{SplitError, "pp", "Signed split error: mean over 5-second windows of (share of the first backend - its weight), in percentage points; negative: it got less than its weight.", false, false, Mean},
 		{SplitShare, "%", "Share of the answered requests the first backend served over the sample.", false, false, Mean},
@@ -256,5 +266,5 @@ func Primary[V any](byName map[string]V) string {
 
 // ProgressOrder is the order in which a progress line looks for a sample's one figure.
 func ProgressOrder() []string {
-	return []string{RFC2544, Throughput, ConnectionRate, SplitAbsError, LatencyP50, CPUOps, MemoryRead, PodReadyP50, ServiceReady, PolicyEnforced}
+	return []string{RFC2544, Throughput, ConnectionRate, SplitAbsError, LatencyP50, CPUOps, MemoryRead, StreamCopy, PodReadyP50, ServiceReady, PolicyEnforced}
 }

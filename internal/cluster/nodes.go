@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -33,7 +34,8 @@ func (c *creator) buildImages(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	tools, err := b.Tools(ctx, self, c.gatewayBinaries()...)
+	// STREAM in every cluster's tools image; k6 and Traefik only where the split runs.
+	tools, err := b.Tools(ctx, self, append([]string{c.bin(binaries.StreamBinary)}, c.gatewayBinaries()...)...)
 	if err != nil {
 		return err
 	}

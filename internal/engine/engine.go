@@ -2,9 +2,10 @@
 // client argv to run inside the tools image, how to parse the client's stdout into
 // metrics, and which workloads the tool supports.
 //
-// Six engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
+// Seven engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
 // in-house cnibench agent (tcp-crr, and tcp-rr where sockperf cannot run or to cross-check
-// it), stress-ng (cpu), sysbench (memory) and k6 (gateway-split). For picks the engine for a
+// it), stress-ng (cpu), sysbench (memory), STREAM (stream) and k6 (gateway-split). Kinds
+// lists the workload kinds and what is known of each. For picks the engine for a
 // workload; every engine's Parse returns metrics named as listed by MetricsFor, whose
 // metadata lives in internal/catalog.
 //
@@ -35,7 +36,8 @@ const (
 	TCPCRR = "tcp-crr"
 	// CPU is compute inside one pod: stress-ng's cpu stressor, no network.
 	CPU = "cpu"
-	// Memory is memory bandwidth inside one pod: stress-ng's stream stressor, no network.
+	// Memory is memory bandwidth inside one pod: sysbench's sequential reads and writes, no
+	// network.
 	Memory = "memory"
 )
 
@@ -58,7 +60,8 @@ const (
 
 // Workload is one kind of traffic with its parameters.
 type Workload struct {
-	// Kind names one of Kinds: TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, GatewaySplit.
+	// Kind names one of Kinds: TCPStream, UDPStream, TCPRR, TCPCRR, CPU, Memory, Stream,
+	// GatewaySplit.
 	Kind string
 	// Streams is the number of parallel streams for tcp-stream (1-MaxStreams). Other
 	// kinds use one flow: 0 and 1 are accepted and mean the same.
@@ -315,9 +318,10 @@ const (
 	NameStressNG = "stress-ng"
 )
 
-// Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench, k6.
+// Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench,
+// stream, k6.
 func Engines() []Engine {
-	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, k6{}}
+	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, stream{}, k6{}}
 }
 
 // ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
@@ -328,8 +332,11 @@ func ByName(name string) (Engine, error) {
 			return e, nil
 		}
 	}
-	return nil, fmt.Errorf("expected one of %s, %s, %s, %s, %s, %s, got %q",
-		NameIPerf3, NameSockperf, NameCnibench, NameStressNG, NameSysbench, NameK6, name)
+	var names []string
+	for _, e := range Engines() {
+		names = append(names, e.Name())
+	}
+	return nil, fmt.Errorf("expected one of %s, got %q", strings.Join(names, ", "), name)
 }
 
 // For validates w and returns the engine that measures it: iperf3 for tcp-stream and

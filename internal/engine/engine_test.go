@@ -25,7 +25,7 @@ func TestValidate(t *testing.T) {
 		w    Workload
 		want string
 	}{
-		{Workload{Kind: "tcp", Streams: 1, Duration: time.Second}, `kind: expected one of tcp-stream, udp-stream, tcp-rr, tcp-crr, cpu, memory, gateway-split, got "tcp"`},
+		{Workload{Kind: "tcp", Streams: 1, Duration: time.Second}, `kind: expected one of tcp-stream, udp-stream, tcp-rr, tcp-crr, cpu, memory, stream, gateway-split, got "tcp"`},
 		{Workload{Kind: TCPStream, Duration: time.Second}, "streams: expected 1-128, got 0"},
 		{Workload{Kind: TCPStream, Streams: 129, Duration: time.Second}, "streams: expected 1-128, got 129"},
 		{Workload{Kind: UDPStream, Streams: 2, MessageSize: 1300, Rate: "1M", Duration: time.Second}, "streams: expected 0 or 1 for udp-stream"},
@@ -160,6 +160,7 @@ func TestSupportsMatrix(t *testing.T) {
 		"tcp-crr":    {Kind: TCPCRR, MessageSize: 64, Duration: d},
 		"cpu":        {Kind: CPU, Threads: 1, Duration: d},
 		"memory":     {Kind: Memory, Duration: d},
+		"stream":     {Kind: Stream, Duration: d},
 		"split":      {Kind: GatewaySplit, Weight: 40, VUs: 10, Duration: d},
 	}
 	want := map[string]map[string]bool{
@@ -168,10 +169,11 @@ func TestSupportsMatrix(t *testing.T) {
 		NameCnibench: {"tcp-rr/1": true, "tcp-rr/64": true, "tcp-crr": true},
 		NameStressNG: {"cpu": true},
 		NameSysbench: {"memory": true},
+		NameStream:   {"stream": true},
 		NameK6:       {"split": true},
 	}
-	if n := len(Engines()); n != 6 {
-		t.Fatalf("Engines() has %d engines, want 6", n)
+	if n := len(Engines()); n != 7 {
+		t.Fatalf("Engines() has %d engines, want 7", n)
 	}
 	for _, e := range Engines() {
 		for name, w := range ws {

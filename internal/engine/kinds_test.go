@@ -17,6 +17,7 @@ var kindExamples = map[string]string{
 	TCPCRR:       "tcp-crr/64B",
 	CPU:          "cpu/all",
 	Memory:       "memory/1x16M",
+	Stream:       "stream/2x64M",
 	GatewaySplit: "gateway-split/40%x100vu",
 }
 

@@ -42,14 +42,14 @@ func (w Workload) validateCompute() error {
 	return nil
 }
 
-// computeID is the ID of a valid cpu or memory workload: KIND/THREADS[xSIZE], THREADS "all"
-// for one worker per CPU.
+// computeID is the ID of a valid cpu, memory or stream workload: KIND/THREADS[xSIZE], THREADS
+// "all" for one worker per CPU.
 func (w Workload) computeID() string {
 	threads := "all"
 	if w.Threads > 0 {
 		threads = strconv.Itoa(w.Threads)
 	}
-	if w.Kind == Memory && w.MessageSize != 0 {
+	if w.MessageSize != 0 { // memory's buffer, stream's arrays (a cpu workload has none)
 		return fmt.Sprintf("%s/%sx%s", w.Kind, threads, formatSize(w.MessageSize))
 	}
 	return w.Kind + "/" + threads

@@ -100,11 +100,17 @@ type serverCloser interface {
 // does not set SO_REUSEADDR and fails to bind a port with TIME_WAIT sockets left on it).
 const closerPorts = portsPerVariant / 2
 
-// roles lists the pods the suite's paths need; workloads inside one pod run in the client.
+// roles lists the pods the suite's paths need; workloads inside one pod run in the client, and
+// a suite of those alone needs no path's pods (a server pod without servers is no pod).
 func roles(paths []string, workloads []suite.Workload) []string {
 	need := map[string]bool{}
+	inPodOnly := len(workloads) > 0
 	for _, w := range workloads {
 		need[kube.RoleClient] = need[kube.RoleClient] || engine.InPod(w.Kind)
+		inPodOnly = inPodOnly && engine.InPod(w.Kind)
+	}
+	if inPodOnly {
+		paths = nil
 	}
 	for _, p := range paths {
 		switch p {

@@ -158,9 +158,14 @@ func TestRolesFollowPaths(t *testing.T) {
 		}
 	}
 	// A workload inside one pod needs the client pod whatever the paths.
-	got := roles([]string{suite.HostNetwork}, []suite.Workload{{Kind: engine.Memory}})
+	got := roles([]string{suite.HostNetwork}, []suite.Workload{{Kind: engine.TCPStream}, {Kind: engine.Memory}})
 	if want := []string{kube.RoleClient, kube.RoleHostClient, kube.RoleHostServer}; !reflect.DeepEqual(got, want) {
 		t.Errorf("roles with a memory workload = %v, want %v", got, want)
+	}
+	// With nothing but in-pod workloads no path has a server to run.
+	got = roles([]string{suite.SameNode, suite.HostNetwork}, []suite.Workload{{Kind: engine.Memory}, {Kind: engine.Stream}})
+	if want := []string{kube.RoleClient}; !reflect.DeepEqual(got, want) {
+		t.Errorf("roles with in-pod workloads alone = %v, want %v", got, want)
 	}
 }
 

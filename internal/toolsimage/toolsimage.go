@@ -1,6 +1,6 @@
 // Package toolsimage gives users' clusters the tools image the local cluster runs: the same
 // content, built by the same code (the mmdebstrap root filesystem, the static cnibench binary,
-// k6), pushed to a registry with the user's registry credentials or written as an OCI layout
+// STREAM and k6), pushed to a registry with the user's registry credentials or written as an OCI layout
 // for an air-gapped one. No Docker is needed.
 package toolsimage
 
@@ -29,7 +29,7 @@ import (
 
 // Options say where the image's parts come from and where progress goes.
 type Options struct {
-	// Cache builds k6 when it is missing; its Dir also holds the image archives.
+	// Cache builds k6 and STREAM when they are missing; its Dir also holds the image archives.
 	Cache binaries.Cache
 	// Self is the static cnibench binary the image carries (the running one).
 	Self string
@@ -37,17 +37,21 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Build builds the tools image (or finds it cached) as the local cluster's, with k6 for the
-// gateway split, and returns it with its local name.
+// Build builds the tools image (or finds it cached) as the local cluster's, with STREAM for
+// the stream workload and k6 for the gateway split, and returns it with its local name.
 func Build(ctx context.Context, o Options) (v1.Image, images.Image, error) {
-	k6, err := binaries.Lookup(binaries.K6)
-	if err != nil {
-		return nil, images.Image{}, err
+	var extras []string
+	for _, b := range []struct{ component, binary string }{{binaries.Stream, binaries.StreamBinary}, {binaries.K6, binaries.K6Binary}} {
+		comp, err := binaries.Lookup(b.component)
+		if err != nil {
+			return nil, images.Image{}, err
+		}
+		if err := o.Cache.Ensure(ctx, o.progress(), comp); err != nil {
+			return nil, images.Image{}, fmt.Errorf("tools image: %w", err)
+		}
+		extras = append(extras, o.Cache.BinaryPath(comp, b.binary))
 	}
-	if err := o.Cache.Ensure(ctx, o.progress(), k6); err != nil {
-		return nil, images.Image{}, fmt.Errorf("tools image: %w", err)
-	}
-	built, err := images.Builder{CacheDir: o.Cache.Dir, Progress: o.Progress}.Tools(ctx, o.Self, o.Cache.BinaryPath(k6, binaries.K6Binary))
+	built, err := images.Builder{CacheDir: o.Cache.Dir, Progress: o.Progress}.Tools(ctx, o.Self, extras...)
 	if err != nil {
 		return nil, images.Image{}, err
 	}

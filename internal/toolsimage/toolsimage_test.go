@@ -4,9 +4,12 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/cluster/images"
 	v1 "github.com/google/go-containerregistry/pkg/v1"
 )
 
@@ -36,5 +39,35 @@ func TestCAFileMustHoldCertificates(t *testing.T) {
 	}
 	if _, err := transportWith(""); err != nil {
 		t.Errorf("no CA file: %v", err)
+	}
+}
+
+// The Dockerfile for people who prefer docker builds the same image: the same Debian packages,
+// k6 and STREAM at the versions the cache builds.
+func TestDockerfileMatchesTheBuiltImage(t *testing.T) {
+	raw, err := os.ReadFile(filepath.Join("..", "..", "images", "tools", "Dockerfile"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := string(raw)
+	var install string
+	for _, line := range strings.Split(text, "\n") {
+		if strings.Contains(line, "apt-get install") {
+			install = line
+		}
+	}
+	_, pkgs, ok := strings.Cut(install, "--no-install-recommends")
+	if !ok {
+		t.Fatalf("no apt-get install --no-install-recommends line in the Dockerfile")
+	}
+	got := strings.Fields(pkgs)
+	got = slices.DeleteFunc(got, func(f string) bool { return f == `\` })
+	if want := images.ToolsPackages(); !slices.Equal(slices.Sorted(slices.Values(got)), slices.Sorted(slices.Values(want))) {
+		t.Errorf("the Dockerfile installs %v, the image builder %v", got, want)
+	}
+	for _, pin := range []string{"go.k6.io/k6@" + binaries.K6Version, "stream-benchmark@" + binaries.StreamVersion} {
+		if !strings.Contains(text, pin) {
+			t.Errorf("the Dockerfile does not build %s", pin)
+		}
 	}
 }

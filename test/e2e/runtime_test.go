@@ -26,8 +26,9 @@ const (
 )
 
 // runtimeSuite measures every local handler side by side on a containerd cluster, and runc on a
-// CRI-O cluster, two pairs at the top level, with a network, a cpu and a memory workload; the
-// pods of a pairs level live per round, as in the shipped runtime study.
+// CRI-O cluster, two pairs at the top level, with a network, a cpu and two memory workloads
+// (sysbench's reads and writes, STREAM's kernels over 8 MiB arrays: the plumbing, not a figure
+// of memory); the pods of a pairs level live per round, as in the shipped runtime study.
 const runtimeSuite = `
 targets:
   - {name: containerd, local: {cluster: ` + runtimeCluster + `}, runtimes: [runc, crun, runsc, youki]}
@@ -38,6 +39,7 @@ workloads:
   - {kind: tcp-rr, size: 64, tool: cnibench}
   - {kind: cpu, threads: 1}
   - {kind: memory, threads: 1}
+  - {kind: stream, threads: 1, size: 8388608}
 repetitions: 2
 duration: 1s
 warmup: off
@@ -217,15 +219,16 @@ func checkRuntimeResults(t *testing.T, output string) {
 	measured := map[string]bool{}
 	for _, r := range doc.Rows {
 		switch r.Metric {
-		case "latency_p50_us", "cpu_ops_per_s", "memory_read_mbps", "memory_write_mbps", "pod_ready_p50_ms":
+		case "latency_p50_us", "cpu_ops_per_s", "memory_read_mbps", "memory_write_mbps", "stream_copy_mbps", "stream_scale_mbps", "pod_ready_p50_ms":
 			if r.Mean > 0 && (r.N == 2 || r.Path == "setup") {
 				measured[fmt.Sprintf("%s %s %s x%d", r.Target, r.Metric, r.Workload, r.Pairs)] = true
 			}
 		}
 	}
-	// Five runtimes x (p50, cpu, memory read and write) x 2 pair levels, plus pod startup.
-	if len(measured) < 5*4*2 {
-		t.Errorf("%d figures measured, want every runtime's latency, cpu and memory at both pair levels: %v", len(measured), measured)
+	// Five runtimes x (p50, cpu, memory read and write, STREAM copy and scale) x 2 pair levels,
+	// plus pod startup.
+	if len(measured) < 5*6*2 {
+		t.Errorf("%d figures measured, want every runtime's latency, cpu, memory and STREAM at both pair levels: %v", len(measured), measured)
 	}
 	for _, tg := range doc.Targets {
 		if !measured[tg.Name+" pod_ready_p50_ms pod-startup x1"] {

@@ -68,6 +68,7 @@ func TestComponentsTable(t *testing.T) {
 		Traefik:    {"traefik"},
 		K6:         {"k6"},
 		Registry:   {"registry"},
+		Stream:     {"stream"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -85,7 +86,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 33 + 6*len(lab.KubernetesVersions()); len(seen) != want {
+	if want := 34 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {
@@ -132,7 +133,7 @@ func TestKubernetesReleasesSideBySide(t *testing.T) {
 	for _, b := range base {
 		names = append(names, b.Name+"@"+b.Version)
 	}
-	if want := []string{CNIPlugins + "@" + CNIPluginsVersion, CoreDNS + "@" + CoreDNSVersion, Containerd + "@" + ContainerdVersion, "kubernetes@v1.34.2"}; !slices.Equal(names, want) {
+	if want := []string{CNIPlugins + "@" + CNIPluginsVersion, CoreDNS + "@" + CoreDNSVersion, Containerd + "@" + ContainerdVersion, Stream + "@" + StreamVersion, "kubernetes@v1.34.2"}; !slices.Equal(names, want) {
 		t.Errorf("Base(v1.34.2) = %v, want %v", names, want)
 	}
 	prov, err := Providing([]string{"flanneld", "flannel", "cilium-dbg"})

@@ -159,7 +159,7 @@ func Components() []Component {
 	}
 	// Datapath, runtime and ingress components live in files of their own, beside
 	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
-	// gateway.go, k6.go).
+	// gateway.go, k6.go, stream.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
 	all = append(all, calicoComponents()...)
@@ -168,6 +168,7 @@ func Components() []Component {
 	all = append(all, youkiComponents()...)
 	all = append(all, gatewayComponents()...)
 	all = append(all, k6Components()...)
+	all = append(all, streamComponents()...)
 	return append(all, registryComponents()...)
 }
 
@@ -188,14 +189,14 @@ func Lookup(name string) (Component, error) {
 }
 
 // Base returns what every local cluster runs, whatever its datapath: CNI
-// plugins, CoreDNS, containerd and the given Kubernetes release.
+// plugins, CoreDNS, containerd, STREAM (in the tools image) and the given Kubernetes release.
 func Base(kubernetesVersion string) ([]Component, error) {
 	k8s, err := KubernetesComponent(kubernetesVersion)
 	if err != nil {
 		return nil, err
 	}
 	var out []Component
-	for _, name := range []string{CNIPlugins, CoreDNS, Containerd} {
+	for _, name := range []string{CNIPlugins, CoreDNS, Containerd, Stream} {
 		c, err := Lookup(name)
 		if err != nil {
 			return nil, err

@@ -26,7 +26,7 @@ type recipe struct {
 }
 
 // plainRecipe makes the recipe of a build that needs nothing of the cache but its scratch
-// and output dirs, which is every recipe but youki's.
+// and output dirs, which is every recipe but the cargo builds' (youki's, STREAM's).
 func plainRecipe(name string, build func(ctx context.Context, log io.Writer, comp Component, scratch, out string) error) recipe {
 	return recipe{name: name, build: func(ctx context.Context, _ Cache, log io.Writer, comp Component, scratch, out string) error {
 		return build(ctx, log, comp, scratch, out)

@@ -41,6 +41,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 		Traefik:    "module-copy",
 		K6:         "go-install",
 		Registry:   "go-install",
+		Stream:     "cargo-install",
 	}
 	for _, c := range Components() {
 		if w, ok := want[c.Name]; !ok || c.recipe.name != w {

@@ -60,26 +60,34 @@ func cargoTool() (string, error) {
 			return p, nil
 		}
 	}
-	return "", errors.New("cargo not found in PATH or ~/.cargo/bin: youki is built with cargo (rustup, or Debian's cargo)")
+	return "", errors.New("cargo not found in PATH or ~/.cargo/bin: youki and STREAM are built with cargo (rustup, or Debian's cargo)")
 }
 
 // youkiRecipe builds the youki component: cargo install from crates.io.
 // Its name is the one it printed as build kind 104: existing stamps hold it.
 func youkiRecipe() recipe { return recipe{name: "kind-104", build: buildYouki} }
 
-// buildYouki installs the crate at its locked dependency versions into scratch and moves the
-// binary to out. The target directory lives in the cache, so that a rebuild (a new recipe)
-// reuses compiled dependencies.
+// buildYouki installs the crate at its locked dependency versions and moves the binary to out.
 func buildYouki(ctx context.Context, c Cache, log io.Writer, comp Component, scratch, out string) error {
+	return cargoInstall(ctx, c, log, "youki", comp.Version, youkiFeatures, YoukiBinary, scratch, out)
+}
+
+// cargoInstall installs crate@version from crates.io at its locked dependency versions (with
+// features, none for the crate's defaults) into scratch and moves its binary to out. The target
+// directory lives in the cache, so that a rebuild (a new recipe) reuses compiled dependencies.
+func cargoInstall(ctx context.Context, c Cache, log io.Writer, crate, version string, features []string, binary, scratch, out string) error {
 	cargo, err := cargoTool()
 	if err != nil {
 		return err
 	}
 	root := filepath.Join(scratch, "cargo-root")
-	args := []string{"install", "--locked", "--root", root, "--features", strings.Join(youkiFeatures, ","),
-		"-j", strconv.Itoa(runtime.NumCPU()), "youki@" + comp.Version}
-	if err := runTool(ctx, log, []string{"CARGO_TARGET_DIR=" + filepath.Join(c.Dir, "cargo-target")}, cargo, args...); err != nil {
-		return fmt.Errorf("cargo install youki@%s: %w", comp.Version, err)
+	args := []string{"install", "--locked", "--root", root, "-j", strconv.Itoa(runtime.NumCPU())}
+	if len(features) > 0 {
+		args = append(args, "--features", strings.Join(features, ","))
 	}
-	return os.Rename(filepath.Join(root, "bin", YoukiBinary), filepath.Join(out, YoukiBinary))
+	args = append(args, crate+"@"+version)
+	if err := runTool(ctx, log, []string{"CARGO_TARGET_DIR=" + filepath.Join(c.Dir, "cargo-target")}, cargo, args...); err != nil {
+		return fmt.Errorf("cargo install %s@%s: %w", crate, version, err)
+	}
+	return os.Rename(filepath.Join(root, "bin", binary), filepath.Join(out, binary))
 }

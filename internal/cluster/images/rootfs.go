@@ -29,6 +29,16 @@ type rootfsSpec struct {
 	Arch       string   `json:"arch"`
 }
 
+// ToolsPackages are the Debian packages of the tools image (images/tools/Dockerfile installs the
+// same).
+func ToolsPackages() []string {
+	return []string{
+		"iperf3", "sockperf", "iproute2", "ethtool", "procps", "iputils-ping",
+		// The cpu and memory workloads.
+		"stress-ng", "sysbench",
+	}
+}
+
 // toolsRootfsSpec describes the Debian root filesystem of the tools image.
 // mmdebstrap is the path of the mmdebstrap program; its version is part of
 // the spec because another version may assemble a different tree.
@@ -42,12 +52,8 @@ func toolsRootfsSpec(ctx context.Context, mmdebstrap string) (rootfsSpec, error)
 		Suite:  "bookworm",
 		// essential rather than minbase: apt and the Priority: required
 		// set are of no use in a benchmark pod.
-		Variant: "essential",
-		Packages: []string{
-			"iperf3", "sockperf", "iproute2", "ethtool", "procps", "iputils-ping",
-			// The cpu and memory workloads.
-			"stress-ng", "sysbench",
-		},
+		Variant:  "essential",
+		Packages: ToolsPackages(),
 		DpkgOpts: []string{
 			"path-exclude=/usr/share/man/*",
 			"path-exclude=/usr/share/info/*",
