@@ -133,7 +133,7 @@ func InPod(kind string) bool {
 // a rate search for udp-stream only.
 func (w Workload) validateFlow() error {
 	if w.Threads != 0 {
-		return fmt.Errorf("threads: expected 0 for %s (only %s and %s have threads), got %d", w.Kind, CPU, Memory, w.Threads)
+		return fmt.Errorf("threads: expected 0 for %s (only the in-pod kinds %s, %s and %s have threads), got %d", w.Kind, CPU, Memory, Stream, w.Threads)
 	}
 	if w.Kind == TCPStream {
 		if w.Streams < 1 || w.Streams > MaxStreams {

@@ -1,7 +1,7 @@
 // Package toolsimage gives users' clusters the tools image the local cluster runs: the same
 // content, built by the same code (the mmdebstrap root filesystem, the static cnibench binary,
-// STREAM and k6), pushed to a registry with the user's registry credentials or written as an OCI layout
-// for an air-gapped one. No Docker is needed.
+// STREAM and k6), pushed to a registry with the user's registry credentials or written as an
+// OCI layout for an air-gapped one. No Docker is needed.
 package toolsimage
 
 import (
