@@ -30,14 +30,8 @@ const (
 
 // validateStream checks a stream workload: threads, and the size of each array.
 func (w Workload) validateStream() error {
-	if w.Threads < 0 || w.Threads > MaxThreads {
-		return fmt.Errorf("threads: expected 0 (one per CPU) to %d, got %d", MaxThreads, w.Threads)
-	}
-	if w.Streams != 0 && w.Streams != 1 {
-		return fmt.Errorf("streams: expected 0 or 1 for %s (use threads), got %d", w.Kind, w.Streams)
-	}
-	if w.Rate != "" {
-		return fmt.Errorf("rate: expected empty for %s, got %q", w.Kind, w.Rate)
+	if err := w.validateInPod(); err != nil {
+		return err
 	}
 	if w.MessageSize != 0 && (w.MessageSize < minStreamArray || w.MessageSize > maxStreamArray) {
 		return fmt.Errorf("size: expected 0 (%s) or %s-%s, the size of each of STREAM's arrays, got %d",

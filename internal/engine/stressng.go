@@ -21,8 +21,8 @@ const (
 	maxMemoryBlock     = 1 << 30
 )
 
-// validateCompute checks a cpu or memory workload.
-func (w Workload) validateCompute() error {
+// validateInPod checks what the in-pod kinds share: workers, no streams, no rate.
+func (w Workload) validateInPod() error {
 	if w.Threads < 0 || w.Threads > MaxThreads {
 		return fmt.Errorf("threads: expected 0 (one per CPU) to %d, got %d", MaxThreads, w.Threads)
 	}
@@ -31,6 +31,14 @@ func (w Workload) validateCompute() error {
 	}
 	if w.Rate != "" {
 		return fmt.Errorf("rate: expected empty for %s, got %q", w.Kind, w.Rate)
+	}
+	return nil
+}
+
+// validateCompute checks a cpu or memory workload.
+func (w Workload) validateCompute() error {
+	if err := w.validateInPod(); err != nil {
+		return err
 	}
 	if w.Kind == CPU && w.MessageSize != 0 {
 		return fmt.Errorf("size: expected 0 for %s, got %d", w.Kind, w.MessageSize)
