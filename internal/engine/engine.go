@@ -155,8 +155,8 @@ func (w Workload) validateShape() error {
 		}
 		return nil
 	}
-	k, ok := LookupKind(w.Kind)
-	if !ok {
+	k := kindOf(w.Kind)
+	if k.Name == "" {
 		return fmt.Errorf("kind: expected one of %s, got %q", strings.Join(KindNames(), ", "), w.Kind)
 	}
 	return k.validate(w)
@@ -199,8 +199,7 @@ func (w Workload) ID() string {
 		t.Tool = ""
 		return t.ID() + "+" + w.Tool
 	}
-	k, _ := LookupKind(w.Kind) // validated above
-	return k.id(w)
+	return kindOf(w.Kind).id(w) // validated above
 }
 
 // ParseID parses an ID as produced by Workload.ID into a workload with a zero Duration
@@ -222,7 +221,7 @@ func ParseID(id string) (Workload, error) {
 		return Workload{}, fmt.Errorf("workload id %q: expected KIND/PARAMS, e.g. %q", id, "tcp-stream/4")
 	}
 	w := Workload{Kind: kind, Streams: 1}
-	if k, ok := LookupKind(kind); ok {
+	if k := kindOf(kind); k.Name != "" {
 		var err error
 		if w, err = k.parse(params); err != nil {
 			return Workload{}, fmt.Errorf("workload id %q: %w", id, err)
@@ -351,9 +350,8 @@ func For(w Workload) (Engine, error) {
 	if w.Tool != "" {
 		return ByName(w.Tool) // validated: it supports w
 	}
-	k, _ := LookupKind(w.Kind) // validated above
 	var candidates []Engine
-	for _, name := range k.Engines {
+	for _, name := range kindOf(w.Kind).Engines { // validated above
 		if e, err := ByName(name); err == nil {
 			candidates = append(candidates, e)
 		}
