@@ -77,7 +77,11 @@ func References(ref *suite.Reference, samples []store.Sample) *ReferenceTable {
 				row.Measured, row.Ours, row.Low, row.High, row.N = true, c.Ratio, c.RatioLow, c.RatioHigh, min(len(against), len(mine))
 			}
 		case len(mine) > 0:
-			s := SummarizeMetric(f.Metric, stats.Values(mine))
+			figure := mine
+			if f.PerPair {
+				figure = perPair(mine, pairs)
+			}
+			s := SummarizeMetric(f.Metric, stats.Values(figure))
 			row.Measured, row.Ours, row.Low, row.High, row.N = true, s.Mean, s.CILow, s.CIHigh, s.N
 			if p, ok := partner(ref.Figures, f); ok {
 				row.compareWith(values[key{p.Target, f.Path, f.Workload, f.Metric, pairs}], mine, f.Value > p.Value, f.Value < p.Value)
@@ -89,6 +93,17 @@ func References(ref *suite.Reference, samples []store.Sample) *ReferenceTable {
 		t.Rows = append(t.Rows, row)
 	}
 	return t
+}
+
+// perPair divides each of a cell's summed figures by its pairs, for a study that reported
+// the figure per container.
+func perPair(obs []stats.Obs, pairs int) []stats.Obs {
+	out := make([]stats.Obs, len(obs))
+	for i, o := range obs {
+		o.Value /= float64(pairs)
+		out[i] = o
+	}
+	return out
 }
 
 // partner is the study's figure of the other target for the same cell, when there is one.

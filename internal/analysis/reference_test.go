@@ -55,3 +55,30 @@ func TestReferencesSetTheStudyBesideTheRun(t *testing.T) {
 		t.Error("a suite without a study has no table")
 	}
 }
+
+// A study that reported a figure per container is set beside the run's sum divided by the
+// cell's pairs; the direction against the other target still compares the same cells.
+func TestReferencesPerPair(t *testing.T) {
+	var samples []store.Sample
+	for round := 1; round <= 6; round++ {
+		for _, s := range []store.Sample{
+			sampleOf("containerd.runc", suite.CrossNode, "stream/1/128M", round, catalog.StreamCopy, 100000+float64(round)),
+			sampleOf("crio.runc", suite.CrossNode, "stream/1/128M", round, catalog.StreamCopy, 90000+float64(round)),
+		} {
+			s.Pairs = 10
+			samples = append(samples, s)
+		}
+	}
+	ref := &suite.Reference{Study: "study", Figures: []suite.ReferenceFigure{
+		{Target: "containerd.runc", Path: suite.CrossNode, Workload: "stream/1/128M", Metric: catalog.StreamCopy, Pairs: 10, PerPair: true, Value: 9000},
+		{Target: "crio.runc", Path: suite.CrossNode, Workload: "stream/1/128M", Metric: catalog.StreamCopy, Pairs: 10, PerPair: true, Value: 10000},
+	}}
+	got := References(ref, samples)
+	ctd := got.Rows[0]
+	if !ctd.Measured || ctd.N != 6 || math.Abs(ctd.Ours-10000.35) > 1e-9 || math.Abs(ctd.Ratio-10000.35/9000) > 1e-9 || !(ctd.Low < ctd.Ours && ctd.Ours < ctd.High) {
+		t.Errorf("containerd's figure per pair: %+v", ctd)
+	}
+	if ctd.Direction != DirectionOpposite || !ctd.Decided {
+		t.Errorf("the study found containerd lower, the run higher: %+v", ctd)
+	}
+}

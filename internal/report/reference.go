@@ -26,11 +26,15 @@ func referenceOf(run store.Run, samples []store.Sample) *analysis.ReferenceTable
 // referenceCells are a row's cells: the figure, the study's value, the run's with its
 // interval, their ratio and the direction.
 func referenceCells(r analysis.ReferenceRow) []string {
-	figure := fmt.Sprintf("%s %s %s %s", r.Target, r.Path, r.Workload, r.Metric)
+	workload := store.Cell{Workload: r.Workload, Pairs: r.Pairs}.WorkloadLabel()
+	figure := fmt.Sprintf("%s %s %s %s", r.Target, r.Path, workload, r.Metric)
 	study := analysis.Num(r.Value) + " " + r.Unit
 	if r.Against != "" {
-		figure = fmt.Sprintf("%s/%s %s %s %s", r.Target, r.Against, r.Path, r.Workload, r.Metric)
+		figure = fmt.Sprintf("%s/%s %s %s %s", r.Target, r.Against, r.Path, workload, r.Metric)
 		study = "x" + analysis.Num(r.Value)
+	}
+	if r.PerPair {
+		figure += " per pair"
 	}
 	ours, ratio := "not measured", "-"
 	if r.Measured {
@@ -65,7 +69,7 @@ func setupLine(targets []store.Target) string {
 	for _, t := range targets {
 		fp := t.Fingerprint
 		var facts []string
-		for _, k := range []string{"cni", "kube_proxy_mode", "node_a_cpus", "pod_mtu", "kubernetes_version"} {
+		for _, k := range []string{"cni", "kube_proxy_mode", "cri", "oci_runtime", "node_a_cpus", "pod_mtu", "kubernetes_version"} {
 			if v := fp[k]; v != "" {
 				facts = append(facts, strings.TrimPrefix(strings.TrimPrefix(k, "node_a_"), "kube_")+"="+v)
 			}
@@ -113,6 +117,12 @@ func referenceJSON(t *analysis.ReferenceTable) map[string]any {
 			"study": r.Value, "measured": r.Measured, "n": r.N}
 		if r.Against != "" {
 			m["against"] = r.Against
+		}
+		if r.Pairs > 1 {
+			m["pairs"] = r.Pairs
+		}
+		if r.PerPair {
+			m["per_pair"] = true
 		}
 		if r.Direction != "" {
 			m["direction"], m["decided"] = r.Direction, r.Decided

@@ -49,6 +49,9 @@ type ReferenceFigure struct {
 	// reported of Target's figure to Against's (1.416: 41.6 % more).
 	Value   float64 `json:"value"`
 	Against string  `json:"against,omitempty"`
+	// PerPair says the study's figure is per client/server pair (per container), where the
+	// suite's metric sums the pairs: the run's figure is then divided by the cell's pairs.
+	PerPair bool `json:"perPair,omitempty"`
 }
 
 // validateReference checks that every figure names a cell and metric of the suite.
@@ -65,10 +68,8 @@ func (s Suite) validateReference() []error {
 	if len(r.Figures) == 0 {
 		add("reference.figures: expected at least one figure")
 	}
-	var targets, workloads, kinds []string
-	for _, t := range s.Targets {
-		targets = append(targets, t.Name)
-	}
+	targets := s.variantNames()
+	var workloads, kinds []string
 	for _, w := range s.Workloads {
 		kinds = append(kinds, w.Kind)
 	}
@@ -84,6 +85,7 @@ func (s Suite) validateReference() []error {
 	for _, w := range s.Workloads {
 		workloads = append(workloads, w.Engine(s.Duration.Duration).ID())
 	}
+	paths, cells := s.pathsOfWorkloads()
 	for i, f := range r.Figures {
 		at := fmt.Sprintf("reference.figures[%d]", i)
 		if !slices.Contains(targets, f.Target) {
@@ -92,17 +94,23 @@ func (s Suite) validateReference() []error {
 		if f.Against != "" && (!slices.Contains(targets, f.Against) || f.Against == f.Target) {
 			add("%s.against: %q: expected another of the suite's targets %v", at, f.Against, targets)
 		}
-		if !slices.Contains(s.Paths, f.Path) {
-			add("%s.path: %q: expected one of the suite's paths %v", at, f.Path, s.Paths)
-		}
-		if !slices.Contains(workloads, f.Workload) {
+		switch {
+		case !slices.Contains(paths, f.Path):
+			add("%s.path: %q: expected one of the suite's paths %v", at, f.Path, paths)
+		case !slices.Contains(workloads, f.Workload):
 			add("%s.workload: %q: expected the ID of one of the suite's workloads %v", at, f.Workload, workloads)
+		case !slices.Contains(cells[f.Workload], f.Path):
+			add("%s.path: %s runs on %v, not on %s", at, f.Workload, cells[f.Workload], f.Path)
 		}
 		if f.Pairs != 0 && !slices.Contains(s.Pairs, f.Pairs) {
 			add("%s.pairs: %d: expected one of the suite's pairs levels %v", at, f.Pairs, s.Pairs)
 		}
-		if _, ok := catalog.Lookup(f.Metric); !ok {
+		spec, ok := catalog.Lookup(f.Metric)
+		if !ok {
 			add("%s.metric: %q: expected a metric name such as %s", at, f.Metric, catalog.Throughput)
+		}
+		if ok && f.PerPair && spec.Pairs != catalog.Sum {
+			add("%s.perPair: %s is not summed over pairs; expected perPair only with a summed metric such as %s", at, f.Metric, catalog.Throughput)
 		}
 		if f.Value < 0 || (f.Against != "" && f.Value == 0) {
 			add("%s.value: expected a figure >= 0 (a ratio > 0 with against), got %g", at, f.Value)
@@ -116,10 +124,7 @@ func (r *Reference) within(s Suite) *Reference {
 	if r == nil {
 		return nil
 	}
-	var targets []string
-	for _, t := range s.Targets {
-		targets = append(targets, t.Name)
-	}
+	targets := s.variantNames()
 	kept := *r
 	kept.Figures = nil
 	for _, f := range r.Figures {
@@ -131,4 +136,30 @@ func (r *Reference) within(s Suite) *Reference {
 		return nil
 	}
 	return &kept
+}
+
+// variantNames are the names of the targets the suite measures: one per runtime and tuning
+// variant ("containerd.runc"), as samples name them.
+func (s Suite) variantNames() []string {
+	var names []string
+	for _, t := range s.Expand().Targets {
+		names = append(names, t.Name)
+	}
+	return names
+}
+
+// pathsOfWorkloads lists the paths of the suite's cells, in-pod included where a workload runs
+// inside one pod, and the paths each workload (by ID) runs on.
+func (s Suite) pathsOfWorkloads() (paths []string, byWorkload map[string][]string) {
+	byWorkload = map[string][]string{}
+	for _, c := range s.Matrix() {
+		id := c.Workload.Engine(s.Duration.Duration).ID()
+		if !slices.Contains(byWorkload[id], c.Path) {
+			byWorkload[id] = append(byWorkload[id], c.Path)
+		}
+		if !slices.Contains(paths, c.Path) {
+			paths = append(paths, c.Path)
+		}
+	}
+	return paths, byWorkload
 }

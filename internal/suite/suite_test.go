@@ -368,6 +368,32 @@ workloads: [{kind: tcp-stream, streams: 1}]
 	}
 }
 
+// A suite measuring runtimes names their variants ("a.runc") as its samples do; a figure per
+// pair must be of a metric the pairs sum, and a workload run inside one pod has the in-pod path.
+func TestReferenceFiguresOfRuntimeVariants(t *testing.T) {
+	base := `
+targets: [{name: a, local: {cluster: a}, runtimes: [runc, crun]}]
+paths: [cross-node]
+workloads: [{kind: tcp-stream, streams: 1}, {kind: tcp-rr, size: 64}, {kind: stream, threads: 1, size: 8388608}]
+pairs: [1, 10]
+`
+	ok := base + `reference: {study: s, figures: [{target: a.crun, against: a.runc, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 0.9},
+  {target: a.runc, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, pairs: 10, perPair: true, value: 2.3},
+  {target: a.runc, path: in-pod, workload: stream/1x8M, metric: stream_copy_mbps, pairs: 10, perPair: true, value: 10940.5}]}
+`
+	if _, err := Parse([]byte(ok)); err != nil {
+		t.Fatalf("figures of variants: %v", err)
+	}
+	for bad, want := range map[string]string{
+		`reference: {study: s, figures: [{target: a, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1}]}`:                            `target: "a": expected one of the suite's targets [a.runc a.crun]`,
+		`reference: {study: s, figures: [{target: a.runc, path: cross-node, workload: tcp-rr/64, metric: latency_p50_us, pairs: 10, perPair: true, value: 1}]}`: "reference.figures[0].perPair: latency_p50_us is not summed over pairs",
+	} {
+		if _, err := Parse([]byte(base + bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: %v, want %q", bad, err, want)
+		}
+	}
+}
+
 // Flags that replace a study suite's targets or paths keep the figures that still have a cell.
 func TestReferenceFollowsTheFlags(t *testing.T) {
 	s, err := Resolve("../../examples/flannel-vs-cilium.yaml", Overrides{Datapaths: []string{"bridge", "cilium-vxlan"}})

@@ -130,6 +130,16 @@ type summaryDoc struct {
 		Fingerprint map[string]string
 	}
 	Rows []jsonRow
+	// Reference is the study's figures beside the run's, for a suite that names one.
+	Reference struct {
+		Rows []struct {
+			Target, Metric, Workload string
+			Pairs                    int
+			PerPair                  bool `json:"per_pair"`
+			Study, Ours              float64
+			Measured                 bool
+		}
+	}
 }
 
 // summaryOf finds a complete run's JSON summary with the given number of targets in the

@@ -5,6 +5,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,7 +29,8 @@ const (
 // runtimeSuite measures every local handler side by side on a containerd cluster, and runc on a
 // CRI-O cluster, two pairs at the top level, with a network, a cpu and two memory workloads
 // (sysbench's reads and writes, STREAM's kernels over 8 MiB arrays: the plumbing, not a figure
-// of memory); the pods of a pairs level live per round, as in the shipped runtime study.
+// of memory); the pods of a pairs level live per round, as in the shipped runtime study, whose
+// way of setting a figure per container beside the run's it shares.
 const runtimeSuite = `
 targets:
   - {name: containerd, local: {cluster: ` + runtimeCluster + `}, runtimes: [runc, crun, runsc, youki]}
@@ -44,6 +46,10 @@ repetitions: 2
 duration: 1s
 warmup: off
 pods: round
+reference:
+  study: "the runtime study's CRI-O copy figure, per container"
+  figures:
+    - {target: crio.runc, path: in-pod, workload: stream/1x8M, metric: stream_copy_mbps, pairs: 2, perPair: true, value: 10940.5}
 `
 
 // TestRunComparesRuntimes runs a suite over runc, crun, gVisor and youki under containerd, and
@@ -234,6 +240,18 @@ func checkRuntimeResults(t *testing.T, output string) {
 		if !measured[tg.Name+" pod_ready_p50_ms pod-startup x1"] {
 			t.Errorf("no pod startup figure for %s: %v", tg.Name, measured)
 		}
+	}
+	// The study's figure is per container: beside it stands the run's sum over the pairs,
+	// divided by them.
+	var sum float64
+	for _, r := range doc.Rows {
+		if r.Target == "crio.runc" && r.Metric == "stream_copy_mbps" && r.Pairs == 2 {
+			sum = r.Mean
+		}
+	}
+	if rows := doc.Reference.Rows; len(rows) != 1 || !rows[0].Measured || !rows[0].PerPair || rows[0].Pairs != 2 ||
+		sum <= 0 || math.Abs(rows[0].Ours-sum/2) > 1e-6*sum {
+		t.Errorf("the study's copy per container beside the run's sum %.1f MB/s over 2 pairs: %+v", sum, doc.Reference)
 	}
 	// The kubelets see each pod's whole cgroup: a gVisor pod carries its sandbox (the Sentry
 	// and the gofer), which a runc pod does not.
