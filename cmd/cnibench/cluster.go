@@ -12,7 +12,6 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/spf13/cobra"
 )
@@ -37,19 +36,19 @@ func newClusterCreateCommand() *cobra.Command {
 			o.Layout = cluster.DefaultLayout()
 			o.Cache = binaries.Default()
 			if err := cluster.Create(cmd.Context(), o); err != nil {
-				return err
+				return asFlags(err, clusterFlag)
 			}
 			fmt.Fprintf(o.Out, "\nKubeconfig: %s\nTry: %s --kubeconfig %s get nodes -o wide\n",
-				o.Layout.Kubeconfig(o.Name), o.Cache.KubectlPath(o.KubernetesVersion), o.Layout.Kubeconfig(o.Name))
+				o.Layout.Kubeconfig(o.Name), o.Cache.KubectlPath(o.Kubernetes), o.Layout.Kubeconfig(o.Name))
 			return nil
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&o.Name, "name", "default", "cluster name (1-11 characters: a-z, 0-9, '-')")
-	f.IntVar(&o.Nodes, "nodes", 2, fmt.Sprintf("number of nodes (1-%d)", lab.MaxNodes))
-	f.StringVar(&o.Datapath, "datapath", "bridge", "pod network: "+strings.Join(datapath.Names(), ", "))
+	f.StringVar(&o.Name, "name", lab.DefaultClusterName, "cluster name (1-11 characters: a-z, 0-9, '-')")
+	f.IntVar(&o.Nodes, "nodes", lab.DefaultNodes, fmt.Sprintf("number of nodes (1-%d)", lab.MaxNodes))
+	f.StringVar(&o.Datapath, "datapath", lab.DefaultDatapath, "pod network: "+strings.Join(lab.DatapathNames(), ", "))
 	f.StringVar(&o.ProxyMode, "proxy-mode", "", "kube-proxy mode: "+strings.Join(lab.ProxyModes(), ", ")+" (default nftables; none, the default, for a datapath that replaces kube-proxy)")
-	f.StringVar(&o.KubernetesVersion, "kubernetes-version", lab.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(lab.KubernetesVersions(), ", ")+" (built on first use)")
+	f.StringVar(&o.Kubernetes, "kubernetes-version", lab.DefaultKubernetesVersion, "Kubernetes release: "+strings.Join(lab.KubernetesVersions(), ", ")+" (built on first use)")
 	f.StringVar(&o.CRI, "cri", lab.CRIContainerd, "the nodes' container runtime interface: "+strings.Join(lab.CRIs(), ", ")+" (crio is built on first use)")
 	f.StringSliceVar(&o.Runtimes, "runtimes", nil, "OCI runtime handlers, each with a RuntimeClass of its name: "+strings.Join(lab.RuntimeHandlers(), ", ")+" (default runc,crun; runc always; runsc is gVisor, built on first use; CRI-O offers runc only)")
 	f.BoolVar(&o.GatewayAPI, "gateway-api", false, "give the cluster the Gateway API split (its CRDs; Traefik and k6 in the tools image, built on first use)")
@@ -75,7 +74,7 @@ func newClusterDeleteCommand() *cobra.Command {
 			if o.all {
 				return cluster.DeleteAll(cmd.Context(), layout, cmd.OutOrStdout())
 			}
-			return cluster.Delete(cmd.Context(), cluster.DeleteOptions{Name: o.name, Layout: layout, Out: cmd.OutOrStdout()})
+			return asFlags(cluster.Delete(cmd.Context(), cluster.DeleteOptions{Name: o.name, Layout: layout, Out: cmd.OutOrStdout()}), clusterFlag)
 		},
 	}
 	cmd.Flags().StringVar(&o.name, "name", "default", "cluster to delete")

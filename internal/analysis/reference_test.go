@@ -62,20 +62,20 @@ func TestReferencesPerPair(t *testing.T) {
 	var samples []store.Sample
 	for round := 1; round <= 6; round++ {
 		for _, s := range []store.Sample{
-			sampleOf("containerd.runc", suite.CrossNode, "stream/1/128M", round, catalog.StreamCopy, 100000+float64(round)),
-			sampleOf("crio.runc", suite.CrossNode, "stream/1/128M", round, catalog.StreamCopy, 90000+float64(round)),
+			sampleOf("containerd.runc", suite.CrossNode, "tcp-stream/1", round, catalog.Throughput, 100+float64(round)),
+			sampleOf("crio.runc", suite.CrossNode, "tcp-stream/1", round, catalog.Throughput, 90+float64(round)),
 		} {
 			s.Pairs = 10
 			samples = append(samples, s)
 		}
 	}
 	ref := &suite.Reference{Study: "study", Figures: []suite.ReferenceFigure{
-		{Target: "containerd.runc", Path: suite.CrossNode, Workload: "stream/1/128M", Metric: catalog.StreamCopy, Pairs: 10, PerPair: true, Value: 9000},
-		{Target: "crio.runc", Path: suite.CrossNode, Workload: "stream/1/128M", Metric: catalog.StreamCopy, Pairs: 10, PerPair: true, Value: 10000},
+		{Target: "containerd.runc", Path: suite.CrossNode, Workload: "tcp-stream/1", Metric: catalog.Throughput, Pairs: 10, PerPair: true, Value: 9},
+		{Target: "crio.runc", Path: suite.CrossNode, Workload: "tcp-stream/1", Metric: catalog.Throughput, Pairs: 10, PerPair: true, Value: 10},
 	}}
 	got := References(ref, samples)
 	ctd := got.Rows[0]
-	if !ctd.Measured || ctd.N != 6 || math.Abs(ctd.Ours-10000.35) > 1e-9 || math.Abs(ctd.Ratio-10000.35/9000) > 1e-9 || !(ctd.Low < ctd.Ours && ctd.Ours < ctd.High) {
+	if !ctd.Measured || ctd.N != 6 || math.Abs(ctd.Ours-10.35) > 1e-9 || math.Abs(ctd.Ratio-10.35/9) > 1e-9 || !(ctd.Low < ctd.Ours && ctd.Ours < ctd.High) {
 		t.Errorf("containerd's figure per pair: %+v", ctd)
 	}
 	if ctd.Direction != DirectionOpposite || !ctd.Decided {

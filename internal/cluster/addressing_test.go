@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"errors"
 	"net"
 	"os"
 	"strconv"
@@ -68,7 +69,7 @@ func TestPickIndexSkipsUsedAndCollidingBlocks(t *testing.T) {
 func TestChooseIndexValidatesSubnet(t *testing.T) {
 	routes := []*net.IPNet{mustCIDR(t, "10.230.0.0/16")}
 	for _, bad := range []string{"10.1.0.0/16", "10.210.0.0/24", "192.168.0.0/16", "nonsense", "10.255.0.0/16"} {
-		if _, err := chooseIndex(bad, nil, nil); err == nil || !strings.Contains(err.Error(), "--subnet") {
+		if _, err := chooseIndex(bad, nil, nil); err == nil || !strings.Contains(err.Error(), "subnet: ") {
 			t.Errorf("subnet %q: err = %v", bad, err)
 		}
 	}
@@ -148,33 +149,40 @@ func TestEgressRuleset(t *testing.T) {
 	}
 }
 
-func TestValidateOptionsNamesTheFlag(t *testing.T) {
-	base := Options{Name: "a", Nodes: 2, Datapath: "bridge", ProxyMode: "nftables", Wait: 1}
+// Options are checked as a suite's local block is (lab.LocalConfig), plus what only creating
+// needs; each error names the setting, which the command line turns into its flag.
+func TestValidateOptionsNamesTheSetting(t *testing.T) {
+	base := Options{LocalConfig: lab.LocalConfig{Name: "a", Nodes: 2, Datapath: "bridge", ProxyMode: "nftables"}, Wait: 1}
 	cases := []struct {
 		mod  func(*Options)
 		want string
 	}{
-		{func(o *Options) { o.Name = "UPPER" }, "--name"},
-		{func(o *Options) { o.Name = "twelve-chars" }, "--name"},
-		{func(o *Options) { o.Nodes = 0 }, "--nodes 0"},
-		{func(o *Options) { o.Nodes = lab.MaxNodes + 1 }, "--nodes"},
-		{func(o *Options) { o.Datapath = "weave" }, `--datapath "weave": expected one of bridge`},
-		{func(o *Options) { o.ProxyMode = "ipvs" }, `--proxy-mode "ipvs"`},
-		{func(o *Options) { o.Wait = 0 }, "--wait"},
+		{func(o *Options) { o.Name = "UPPER" }, "cluster: "},
+		{func(o *Options) { o.Name = "twelve-chars" }, "cluster: "},
+		{func(o *Options) { o.Nodes = 0 }, "nodes: 0"},
+		{func(o *Options) { o.Nodes = lab.MaxNodes + 1 }, "nodes: "},
+		{func(o *Options) { o.Datapath = "weave" }, `datapath: "weave": expected one of bridge`},
+		{func(o *Options) { o.ProxyMode = "ipvs" }, `proxyMode: "ipvs"`},
+		{func(o *Options) { o.Wait = 0 }, "wait: "},
+		{func(o *Options) { o.CRI, o.Runtimes = lab.CRICrio, []string{lab.RuntimeRunsc} }, `runtimes: "runsc": with CRI crio`},
 	}
 	for _, c := range cases {
 		o := base
 		c.mod(&o)
-		if _, err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) {
-			t.Errorf("want error containing %q, got %v", c.want, err)
+		var fe *lab.FieldError
+		if _, err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) {
+			t.Errorf("want a *lab.FieldError containing %q, got %v", c.want, err)
 		}
 	}
 	o := base
 	if _, err := o.validate(); err != nil {
 		t.Errorf("valid options refused: %v", err)
 	}
+	if o.Kubernetes != lab.DefaultKubernetesVersion || o.CRI != lab.CRIContainerd {
+		t.Errorf("defaults not filled: %+v", o.LocalConfig)
+	}
 	// The root veth cnb-<name> must fit the kernel's 15-byte interface names.
-	if s := (Spec{Name: "abcdefghijk"}); ValidateName(s.Name) != nil || len(s.HostLink()) > 15 {
+	if s := (Spec{Name: "abcdefghijk"}); lab.CheckClusterName(s.Name) != nil || len(s.HostLink()) > 15 {
 		t.Errorf("longest valid name gives link %q", s.HostLink())
 	}
 }

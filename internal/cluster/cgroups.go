@@ -13,6 +13,8 @@ import (
 	"strings"
 
 	"github.com/containerd/cgroups/v3"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 const cgroupMount = "/sys/fs/cgroup"
@@ -261,7 +263,7 @@ func (t cgroupTree) clusterTrees() []string {
 		entries, _ := os.ReadDir(d)
 		for _, e := range entries {
 			name, ok := strings.CutPrefix(e.Name(), "cnb-")
-			if ok && e.IsDir() && ValidateName(name) == nil && !seen[name] {
+			if ok && e.IsDir() && lab.CheckClusterName(name) == nil && !seen[name] {
 				seen[name] = true
 				out = append(out, name)
 			}

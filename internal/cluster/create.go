@@ -10,7 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
-	"strings"
+	"strconv"
 	"sync"
 	"syscall"
 	"time"
@@ -24,15 +24,9 @@ import (
 
 // Options are the inputs of Create.
 type Options struct {
-	Name      string
-	Nodes     int
-	Datapath  string
-	ProxyMode string
-	// KubernetesVersion is the release to run (binaries.KubernetesVersions); empty means
-	// binaries.DefaultKubernetesVersion.
-	KubernetesVersion string
-	// CRI is the nodes' container runtime interface (CRIs); empty means containerd.
-	CRI string
+	// LocalConfig is what the cluster is made of; an empty setting takes its default, zero
+	// nodes excepted (they are refused).
+	lab.LocalConfig
 	// Runtimes are the runtime handlers the nodes offer, each with a RuntimeClass of its name
 	// (RuntimeHandlers); empty means DefaultRuntimes. runc is always offered.
 	Runtimes []string
@@ -77,26 +71,21 @@ type creator struct {
 	daemons []*running
 }
 
-// validate checks the options; each error names the flag and what was expected.
+// validate checks the options and fills their defaults; each error is a *lab.FieldError naming
+// the setting and what was expected.
 func (o *Options) validate() (datapath.Datapath, error) {
-	if err := ValidateName(o.Name); err != nil {
+	nodes := o.Nodes
+	o.LocalConfig = o.WithDefaults()
+	o.Nodes = nodes
+	if err := o.LocalConfig.Validate(); err != nil {
 		return nil, err
-	}
-	if o.Nodes < 1 || o.Nodes > lab.MaxNodes {
-		return nil, fmt.Errorf("--nodes %d: expected a whole number from 1 to %d", o.Nodes, lab.MaxNodes)
 	}
 	dp, err := datapath.Lookup(o.Datapath)
 	if err != nil {
 		return nil, err
 	}
-	if o.ProxyMode == "" {
-		o.ProxyMode = lab.DefaultProxyMode(o.Datapath)
-	}
-	if err := datapath.CheckProxyMode(dp, o.ProxyMode, lab.ProxyModes()); err != nil {
-		return nil, err
-	}
 	if o.Wait <= 0 {
-		return nil, fmt.Errorf("--wait %s: expected a positive duration such as 3m", o.Wait)
+		return nil, &lab.FieldError{Field: "wait", Value: o.Wait.String(), Want: "expected a positive duration such as 3m"}
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -106,18 +95,6 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	}
 	if o.Cache.Dir == "" {
 		o.Cache = binaries.Cache{Dir: binaries.DefaultDir()}
-	}
-	if o.KubernetesVersion == "" {
-		o.KubernetesVersion = lab.DefaultKubernetesVersion
-	}
-	if _, err := binaries.KubernetesComponent(o.KubernetesVersion); err != nil {
-		return nil, err
-	}
-	if o.CRI == "" {
-		o.CRI = lab.CRIContainerd
-	}
-	if !slices.Contains(lab.CRIs(), o.CRI) {
-		return nil, fmt.Errorf("--cri: %q: expected one of %s", o.CRI, strings.Join(lab.CRIs(), ", "))
 	}
 	rts, err := normalizeRuntimes(o.CRI, o.Runtimes)
 	if err != nil {
@@ -141,7 +118,7 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err := ensureDependencies(ctx, o, dp); err != nil {
 		return err
 	}
-	k8s, err := binaries.KubernetesComponent(o.KubernetesVersion)
+	k8s, err := binaries.KubernetesComponent(o.Kubernetes)
 	if err != nil {
 		return err
 	}
@@ -265,14 +242,14 @@ func reserve(o Options, cgroups string) (Spec, error) {
 	used := map[int]bool{}
 	for _, n := range names {
 		if n == o.Name {
-			return Spec{}, fmt.Errorf("--name %s: a cluster of that name exists (delete it with: cnibench cluster delete --name %s)", o.Name, o.Name)
+			return Spec{}, &lab.FieldError{Field: "cluster", Value: o.Name, Want: fmt.Sprintf("a cluster of that name exists (delete it with: cnibench cluster delete --name %s)", o.Name)}
 		}
 		if s, err := o.Layout.ReadSpec(n); err == nil {
 			used[s.Index] = true
 		}
 	}
 	if leftovers := namespacesOf(o.Name); len(leftovers) > 0 {
-		return Spec{}, fmt.Errorf("--name %s: namespaces of that name exist (%v); run: cnibench cluster delete --name %s", o.Name, leftovers, o.Name)
+		return Spec{}, &lab.FieldError{Field: "cluster", Value: o.Name, Want: fmt.Sprintf("namespaces of that name exist (%v); run: cnibench cluster delete --name %s", leftovers, o.Name)}
 	}
 	routes, err := hostRoutes()
 	if err != nil {
@@ -286,12 +263,12 @@ func reserve(o Options, cgroups string) (Spec, error) {
 		return Spec{}, err
 	}
 	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
-		KubernetesVersion: o.KubernetesVersion, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes,
+		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }
 
-// chooseIndex honours --subnet when given, else picks a free block.
+// chooseIndex honours a pinned subnet when given, else picks a free block.
 func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, error) {
 	if subnet == "" {
 		return pickIndex(used, routes)
@@ -305,16 +282,16 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, er
 	}()
 	v4 := ip.To4()
 	if err != nil || v4 == nil || ones != 16 || v4[0] != 10 || int(v4[1]) < firstBlockOctet || int(v4[1]) >= firstBlockOctet+maxClusters {
-		return 0, fmt.Errorf("--subnet %q: expected a /16 from 10.%d.0.0/16 to 10.%d.0.0/16", subnet, firstBlockOctet, firstBlockOctet+maxClusters-1)
+		return 0, &lab.FieldError{Field: "subnet", Value: strconv.Quote(subnet), Want: fmt.Sprintf("expected a /16 from 10.%d.0.0/16 to 10.%d.0.0/16", firstBlockOctet, firstBlockOctet+maxClusters-1)}
 	}
 	index := int(v4[1]) - firstBlockOctet
 	if used[index] {
-		return 0, fmt.Errorf("--subnet %s: used by another cnibench cluster", subnet)
+		return 0, &lab.FieldError{Field: "subnet", Value: subnet, Want: "used by another cnibench cluster"}
 	}
 	block := Plan{Index: index}.Block()
 	for _, r := range routes {
 		if r.IP.To4() != nil && !isDefault(r) && overlaps(block, r) {
-			return 0, fmt.Errorf("--subnet %s: collides with the host route %s; choose another block or omit --subnet", subnet, r)
+			return 0, &lab.FieldError{Field: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
 		}
 	}
 	return index, nil

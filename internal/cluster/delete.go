@@ -16,6 +16,8 @@ import (
 
 	"golang.org/x/sys/unix"
 	"k8s.io/apimachinery/pkg/util/wait"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // DeleteOptions are the inputs of Delete.
@@ -39,7 +41,7 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 	if o.Layout.Root == "" {
 		o.Layout = DefaultLayout()
 	}
-	if err := ValidateName(o.Name); err != nil {
+	if err := lab.CheckClusterName(o.Name); err != nil {
 		return err
 	}
 	spec, specErr := o.Layout.ReadSpec(o.Name)

@@ -41,7 +41,7 @@ func checkHostTools() error {
 // the Kubernetes release, and the datapath's own (a bridge cluster never waits for Cilium). The
 // build prints the same progress lines as scripts/setup.sh.
 func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) error {
-	comps, err := binaries.Base(o.KubernetesVersion)
+	comps, err := binaries.Base(o.Kubernetes)
 	if err != nil {
 		return err
 	}
@@ -69,7 +69,7 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 	}
 	if missing := o.Cache.Missing(comps...); len(missing) > 0 {
 		fmt.Fprintf(o.Out, "building what this cluster needs and %s lacks, on first use (kubernetes %s, datapath %s, %s with %s): %s\n",
-			o.Cache.BinDir(), o.KubernetesVersion, dp.Name(), o.CRI, strings.Join(o.Runtimes, ","), strings.Join(missing, ", "))
+			o.Cache.BinDir(), o.Kubernetes, dp.Name(), o.CRI, strings.Join(o.Runtimes, ","), strings.Join(missing, ", "))
 		if err := o.Cache.Ensure(ctx, o.Out, comps...); err != nil {
 			return fmt.Errorf("build the cluster's binaries: %w", err)
 		}

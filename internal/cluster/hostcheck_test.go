@@ -8,6 +8,8 @@ import (
 	"testing"
 
 	"github.com/containerd/cgroups/v3"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func TestParseKernelRelease(t *testing.T) {
@@ -122,12 +124,12 @@ func TestDetectCgroupsOnThisHost(t *testing.T) {
 // all must pass; the feature probe runs in a namespace of its own and must leave no link behind.
 func TestCheckHostHere(t *testing.T) {
 	if os.Geteuid() != 0 {
-		if _, err := checkHost(Options{ProxyMode: "nftables", Datapath: "bridge", Nodes: 2}); err == nil || !strings.Contains(err.Error(), "root") {
+		if _, err := checkHost(Options{LocalConfig: lab.LocalConfig{ProxyMode: "nftables", Datapath: "bridge", Nodes: 2}}); err == nil || !strings.Contains(err.Error(), "root") {
 			t.Fatalf("non-root: err = %v, want one asking for root", err)
 		}
 		return
 	}
-	tree, err := checkHost(Options{ProxyMode: "nftables", Datapath: "cilium-vxlan", Nodes: 2})
+	tree, err := checkHost(Options{LocalConfig: lab.LocalConfig{ProxyMode: "nftables", Datapath: "cilium-vxlan", Nodes: 2}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -25,7 +26,7 @@ func normalizeRuntimes(cri string, list []string) ([]string, error) {
 	}
 	for _, r := range list {
 		if !slices.Contains(offered, r) {
-			return nil, fmt.Errorf("--runtimes: %q: with CRI %s, expected handlers from %s", r, cri, strings.Join(offered, ", "))
+			return nil, &lab.FieldError{Field: "runtimes", Value: strconv.Quote(r), Want: fmt.Sprintf("with CRI %s, expected handlers from %s", cri, strings.Join(offered, ", "))}
 		}
 	}
 	var out []string

@@ -20,7 +20,7 @@ func TestNormalizeRuntimes(t *testing.T) {
 		{nil, []string{"runc", "crun"}, ""},
 		{[]string{"runsc"}, []string{"runc", "runsc"}, ""},
 		{[]string{"runsc", "crun", "runc", "crun"}, []string{"runc", "crun", "runsc"}, ""},
-		{[]string{"kata"}, nil, `--runtimes: "kata": with CRI containerd, expected handlers from runc, crun, runsc, youki`},
+		{[]string{"kata"}, nil, `runtimes: "kata": with CRI containerd, expected handlers from runc, crun, runsc, youki`},
 	} {
 		got, err := normalizeRuntimes(lab.CRIContainerd, c.in)
 		if c.err != "" {

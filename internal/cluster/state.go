@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"regexp"
 	"syscall"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // DefaultStateRoot holds one directory per cluster; CNIBENCH_STATE overrides it.
@@ -20,9 +21,6 @@ const (
 	StatusReady    = "ready"
 	StatusDeleting = "deleting"
 )
-
-// nameRE bounds names so that the root veth "cnb-<name>" fits the kernel's 15-byte limit.
-var nameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,9}[a-z0-9])?$`)
 
 // Spec is what a cluster was created with. It is written before any host object exists, so
 // that delete can always recompute every name and range, even after a killed create.
@@ -95,14 +93,6 @@ func (s Spec) HostLink() string { return "cnb-" + s.Name }
 // the cgroup2 tree); every daemon and container of the cluster lives below it, which is how
 // delete finds stray processes.
 func (s Spec) CgroupRoot() string { return "/cnb-" + s.Name }
-
-// ValidateName checks a cluster name.
-func ValidateName(name string) error {
-	if !nameRE.MatchString(name) {
-		return fmt.Errorf("--name %q: expected 1-11 characters of lowercase letters, digits and '-', starting and ending with a letter or digit", name)
-	}
-	return nil
-}
 
 // Layout locates a cluster's files.
 type Layout struct {
@@ -177,7 +167,7 @@ func (l Layout) Names() ([]string, error) {
 	}
 	var names []string
 	for _, e := range entries {
-		if e.IsDir() && nameRE.MatchString(e.Name()) {
+		if e.IsDir() && lab.CheckClusterName(e.Name()) == nil {
 			names = append(names, e.Name())
 		}
 	}

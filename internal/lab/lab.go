@@ -9,6 +9,7 @@ package lab
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -70,12 +71,12 @@ func KubernetesVersions() []string {
 	return []string{DefaultKubernetesVersion, "v1.34.2"}
 }
 
-// CheckKubernetesVersion refuses a release that is not selectable.
+// CheckKubernetesVersion refuses a release that is not selectable, as a *FieldError.
 func CheckKubernetesVersion(version string) error {
 	if slices.Contains(KubernetesVersions(), version) {
 		return nil
 	}
-	return fmt.Errorf("%q: expected one of %s", version, strings.Join(KubernetesVersions(), ", "))
+	return &FieldError{Field: "kubernetes", Value: strconv.Quote(version), Want: "expected one of " + strings.Join(KubernetesVersions(), ", ")}
 }
 
 // MaxNodes bounds a local cluster's nodes: in the cluster's address plan node i has the

@@ -1,6 +1,7 @@
 package lab
 
 import (
+	"errors"
 	"slices"
 	"strings"
 	"testing"
@@ -40,5 +41,47 @@ func TestRuntimeVocabulary(t *testing.T) {
 	}
 	if err := CheckKubernetesVersion("v1.20.0"); err == nil || !strings.Contains(err.Error(), `"v1.20.0": expected one of `+DefaultKubernetesVersion) {
 		t.Errorf("CheckKubernetesVersion(v1.20.0) = %v", err)
+	}
+}
+
+// One validation for every way of describing a local cluster: each setting refused names
+// itself, its value and what was expected, and all of them are reported at once.
+func TestLocalConfigValidate(t *testing.T) {
+	if err := (LocalConfig{}).WithDefaults().Validate(); err != nil {
+		t.Fatalf("the defaults refused: %v", err)
+	}
+	if got := (LocalConfig{Datapath: "cilium-kpr"}).WithDefaults(); got.ProxyMode != ProxyNone || got.Nodes != DefaultNodes || got.Name != DefaultClusterName {
+		t.Errorf("defaults for cilium-kpr: %+v", got)
+	}
+	ok := LocalConfig{}.WithDefaults()
+	for _, c := range []struct {
+		mod  func(*LocalConfig)
+		want string
+	}{
+		{func(c *LocalConfig) { c.Name = "UPPER" }, `cluster: "UPPER": expected 1-11 characters`},
+		{func(c *LocalConfig) { c.Name = "twelve-chars" }, `cluster: "twelve-chars"`},
+		{func(c *LocalConfig) { c.Nodes = 0 }, "nodes: 0: expected a whole number from 1 to 50"},
+		{func(c *LocalConfig) { c.Nodes = MaxNodes + 1 }, "nodes: 51:"},
+		{func(c *LocalConfig) { c.Datapath = "weave" }, `datapath: "weave": expected one of bridge`},
+		{func(c *LocalConfig) { c.ProxyMode = "ipvs" }, `proxyMode: "ipvs": expected nftables or iptables for datapath bridge (none is for datapaths that replace kube-proxy: cilium-kpr`},
+		{func(c *LocalConfig) { c.ProxyMode = ProxyNone }, `proxyMode: "none": expected nftables or iptables`},
+		{func(c *LocalConfig) { c.Datapath, c.ProxyMode = "cilium-kpr", ProxyIptables }, `proxyMode: "iptables": datapath cilium-kpr replaces kube-proxy`},
+		{func(c *LocalConfig) { c.Kubernetes = "v1.99.0" }, `kubernetes: "v1.99.0": expected one of v1.37.2`},
+		{func(c *LocalConfig) { c.CRI = "docker" }, `cri: "docker": expected one of containerd, crio`},
+	} {
+		cfg := ok
+		c.mod(&cfg)
+		err := cfg.Validate()
+		var fe *FieldError
+		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) {
+			t.Errorf("%+v: %v, want a *FieldError containing %q", cfg, err, c.want)
+		}
+	}
+	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {
+		t.Errorf("cilium-kpr without kube-proxy: %v", err)
+	}
+	err := LocalConfig{Name: "A", Nodes: -1, Datapath: "x", Kubernetes: "v1", CRI: "y"}.Validate()
+	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
+		t.Errorf("every setting refused at once, got %d lines:\n%v", n, err)
 	}
 }

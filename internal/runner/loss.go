@@ -34,7 +34,7 @@ func (l loss) explain(sampleErr string) string {
 // lost names the local cluster's daemons whose processes are gone: known at once, where the
 // API would notice a dead kubelet only after the node-monitor grace period.
 func (p *localProvider) lost(context.Context, *kube.Client, []string) loss {
-	spec, err := p.r.opts.Layout.ReadSpec(p.spec.Cluster)
+	spec, err := p.r.opts.Layout.ReadSpec(p.spec.Name)
 	if err != nil {
 		return loss{}
 	}

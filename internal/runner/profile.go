@@ -46,7 +46,7 @@ func (r *run) profilerFor(t suite.Target, tg *target) {
 		r.progress("target %s: CPU profile %s", t.Name, profileNotAvailable)
 		return
 	}
-	tg.profiler = profile.Recorder{Dir: r.opts.Layout.Dir(t.Local.Cluster)}
+	tg.profiler = profile.Recorder{Dir: r.opts.Layout.Dir(t.Local.Name)}
 	tg.fingerprint["cpu_profile"] = fmt.Sprintf("perf record -F %d -a -g: every CPU of the host during each measured window", profile.Frequency)
 }
 

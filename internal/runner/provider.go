@@ -59,7 +59,7 @@ func (r *run) providerFor(t suite.Target) provider {
 	}
 	var p provider = &remoteProvider{target: t, image: r.opts.Image}
 	if t.Local != nil {
-		p = &localProvider{r: r, spec: *t.Local, runtimes: r.runtimesOf(t.Local.Cluster)}
+		p = &localProvider{r: r, spec: *t.Local, runtimes: r.runtimesOf(t.Local.Name)}
 	}
 	r.providers[key] = p
 	return p
@@ -69,7 +69,7 @@ func (r *run) providerFor(t suite.Target) provider {
 func (r *run) runtimesOf(name string) []string {
 	var out []string
 	for _, t := range r.opts.Suite.Targets {
-		if t.Local != nil && t.Local.Cluster == name && t.Runtime != "" && !slices.Contains(out, t.Runtime) {
+		if t.Local != nil && t.Local.Name == name && t.Runtime != "" && !slices.Contains(out, t.Runtime) {
 			out = append(out, t.Runtime)
 		}
 	}
@@ -100,23 +100,22 @@ func (p *localProvider) ensure(ctx context.Context) (provided, error) {
 
 func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	r, l := p.r, p.spec
-	spec, err := r.opts.Layout.ReadSpec(l.Cluster)
+	spec, err := r.opts.Layout.ReadSpec(l.Name)
 	switch {
 	case err == nil && spec.Status != cluster.StatusReady:
-		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Cluster, spec.Status, l.Cluster)
+		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Name, spec.Status, l.Name)
 	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes || spec.ContainerRuntime() != l.CRI):
 		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s, CRI %s; the suite asks for %s, %s, %d, %s, %s: delete it or name another cluster",
-			l.Cluster, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
+			l.Name, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 	case err == nil && !subset(p.runtimes, spec.Handlers()):
 		return provided{}, fmt.Errorf("local cluster %s offers runtimes %s; the suite asks for %s: delete it or name another cluster",
-			l.Cluster, strings.Join(spec.Handlers(), ", "), strings.Join(p.runtimes, ", "))
+			l.Name, strings.Join(spec.Handlers(), ", "), strings.Join(p.runtimes, ", "))
 	case err == nil:
-		r.progress("using local cluster %s", l.Cluster)
+		r.progress("using local cluster %s", l.Name)
 	default:
-		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Cluster, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
+		r.progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Name, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 		err = cluster.Create(ctx, cluster.Options{
-			Name: l.Cluster, Nodes: l.Nodes, Datapath: l.Datapath, ProxyMode: l.ProxyMode, KubernetesVersion: l.Kubernetes, Wait: 3 * time.Minute,
-			CRI: l.CRI, Runtimes: append(lab.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
+			LocalConfig: l, Wait: 3 * time.Minute, Runtimes: append(lab.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
 			Out: cmp.Or(p.out, indent(r.opts.Out)), Layout: r.opts.Layout, Cache: r.opts.Cache,
 		})
 		if err != nil {
@@ -124,7 +123,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 			return provided{}, err
 		}
 		p.created = true
-		if spec, err = r.opts.Layout.ReadSpec(l.Cluster); err != nil {
+		if spec, err = r.opts.Layout.ReadSpec(l.Name); err != nil {
 			return provided{}, err
 		}
 	}
@@ -174,7 +173,7 @@ func (r *run) createMissing(ctx context.Context) error {
 		if !ok || p.got != nil || slices.Contains(missing, p) {
 			continue
 		}
-		if _, err := r.opts.Layout.ReadSpec(t.Local.Cluster); errors.Is(err, fs.ErrNotExist) {
+		if _, err := r.opts.Layout.ReadSpec(t.Local.Name); errors.Is(err, fs.ErrNotExist) {
 			missing = append(missing, p)
 		}
 	}
@@ -184,7 +183,7 @@ func (r *run) createMissing(ctx context.Context) error {
 	g, gctx := errgroup.WithContext(ctx)
 	g.SetLimit(concurrentCreates)
 	for _, p := range missing {
-		p.out = prefixWriter{w: r.opts.Out, prefix: "    " + p.spec.Cluster + ": "}
+		p.out = prefixWriter{w: r.opts.Out, prefix: "    " + p.spec.Name + ": "}
 		g.Go(func() error {
 			_, err := p.ensure(gctx)
 			return err
@@ -209,8 +208,8 @@ func (p *localProvider) release(ctx context.Context) error {
 	if !p.releasesObjects() {
 		return nil
 	}
-	p.r.progress("deleting local cluster %s (--keep keeps it)", p.spec.Cluster)
-	return cluster.Delete(ctx, cluster.DeleteOptions{Name: p.spec.Cluster, Layout: p.r.opts.Layout})
+	p.r.progress("deleting local cluster %s (--keep keeps it)", p.spec.Name)
+	return cluster.Delete(ctx, cluster.DeleteOptions{Name: p.spec.Name, Layout: p.r.opts.Layout})
 }
 
 // remoteProvider connects to an existing cluster, which it never changes beyond the run's own

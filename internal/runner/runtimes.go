@@ -36,7 +36,7 @@ func (r *run) variantOf(t suite.Target) (index, shared int) {
 // it, and with it their provider.
 func clusterKey(t suite.Target) string {
 	if t.Local != nil {
-		return "local " + t.Local.Cluster
+		return "local " + t.Local.Name
 	}
 	return "remote " + t.Kubeconfig + " " + t.Context
 }

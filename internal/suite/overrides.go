@@ -62,7 +62,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if len(o.Datapaths) > 0 {
 		s.Targets = nil
 		for _, dp := range o.Datapaths {
-			s.Targets = append(s.Targets, Target{Name: dp, Local: &Local{Cluster: ClusterNameFor(dp), Datapath: dp}})
+			s.Targets = append(s.Targets, Target{Name: dp, Local: &Local{Name: ClusterNameFor(dp), Datapath: dp}})
 		}
 	}
 	for i := range s.Targets {
@@ -77,7 +77,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 				l.Kubernetes = o.Kubernetes
 			}
 			if o.LocalCluster != "" {
-				l.Cluster = o.LocalCluster
+				l.Name = o.LocalCluster
 			}
 		}
 	}

@@ -91,7 +91,7 @@ func withPolicyVariants(targets []Target, variants []NetworkPolicy) ([]Target, e
 			if len(variants) > 1 {
 				v.Name = t.Name + "." + p.String()
 				l := *t.Local
-				l.Cluster = variantCluster(l.Cluster, i)
+				l.Name = variantCluster(l.Name, i)
 				v.Local = &l
 			}
 			out = append(out, v)

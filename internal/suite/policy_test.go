@@ -52,7 +52,7 @@ func TestPolicyVariantsGetAClusterEach(t *testing.T) {
 	}
 	got := map[string]string{}
 	for _, tg := range s.Targets {
-		got[tg.Name] = tg.Local.Cluster + " " + tg.NetworkPolicy.String()
+		got[tg.Name] = tg.Local.Name + " " + tg.NetworkPolicy.String()
 	}
 	want := map[string]string{
 		"cilium-vxlan.none": "civxlan-p0 none", "cilium-vxlan.allow+1000": "civxlan-p1 allow+1000",

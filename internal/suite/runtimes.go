@@ -91,7 +91,7 @@ func withCRIVariants(targets []Target, cris []string) ([]Target, error) {
 			l.CRI = cri
 			if len(cris) > 1 {
 				v.Name = t.Name + "." + cri
-				l.Cluster = criCluster(l.Cluster, cri)
+				l.Name = criCluster(l.Name, cri)
 			}
 			v.Local = &l
 			out = append(out, v)

@@ -19,7 +19,7 @@ workloads: [{kind: tcp-rr, size: 64, tool: cnibench}, {kind: cpu, threads: 1}]
 	}
 	e := s.Expand()
 	if len(e.Targets) != 2 || e.Targets[0].Name != "local.runc" || e.Targets[1].Runtime != "runsc" ||
-		e.Targets[0].Local.Cluster != e.Targets[1].Local.Cluster || len(e.Runtimes) != 0 {
+		e.Targets[0].Local.Name != e.Targets[1].Local.Name || len(e.Runtimes) != 0 {
 		t.Fatalf("expanded targets %+v", e.Targets)
 	}
 	// The stored suite is the one written: expanding it again gives the same targets.
@@ -74,7 +74,7 @@ func TestCRIVariants(t *testing.T) {
 	}
 	e := s.Expand()
 	if len(e.Targets) != 2 || e.Targets[0].Name != "local.containerd.runc" || e.Targets[1].Name != "local.crio.runc" ||
-		e.Targets[0].Local.Cluster != "default-ctd" || e.Targets[1].Local.Cluster != "defaul-crio" || e.Targets[1].Local.CRI != "crio" {
+		e.Targets[0].Local.Name != "default-ctd" || e.Targets[1].Local.Name != "defaul-crio" || e.Targets[1].Local.CRI != "crio" {
 		t.Errorf("targets %+v / %+v", e.Targets[0], e.Targets[1])
 	}
 	// CRI-O offers runc only; the error names the target's own list.

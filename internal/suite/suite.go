@@ -204,17 +204,9 @@ type External struct {
 	TokenFile string `json:"tokenFile,omitempty"`
 }
 
-// Local describes an embedded local cluster target.
-type Local struct {
-	Cluster   string `json:"cluster,omitempty"` // local cluster name; default "default"
-	Datapath  string `json:"datapath,omitempty"`
-	ProxyMode string `json:"proxyMode,omitempty"`
-	Nodes     int    `json:"nodes,omitempty"`
-	// Kubernetes is the release the cluster runs (default: the newest that cnibench builds).
-	Kubernetes string `json:"kubernetes,omitempty"`
-	// CRI is the nodes' container runtime interface: containerd (default) or crio.
-	CRI string `json:"cri,omitempty"`
-}
+// Local describes an embedded local cluster target: the local cluster's one shape, shared
+// with `cluster create` and the cluster builder.
+type Local = lab.LocalConfig
 
 // Workload is the YAML form of engine.Workload.
 type Workload struct {
@@ -312,7 +304,7 @@ func (w *Warmup) UnmarshalJSON(b []byte) error {
 // matrix on the local cluster, as precise as ten minutes allow on a 2-core machine.
 func Default() Suite {
 	return Suite{
-		Targets: []Target{{Name: "local", Local: &Local{Cluster: "default", Datapath: "bridge", ProxyMode: "nftables", Nodes: 2, Kubernetes: lab.DefaultKubernetesVersion}}},
+		Targets: []Target{{Name: "local", Local: new(Local{}.WithDefaults())}},
 		// localhost is the floor of every latency figure: the same request/response inside
 		// one pod, no path at all.
 		Paths: []string{HostNetwork, SameNode, CrossNode, Localhost},
@@ -392,29 +384,8 @@ func (s *Suite) fillDefaults() {
 	}
 	for i := range s.Targets {
 		if t := &s.Targets[i]; t.Local != nil {
-			t.Local.fillDefaults()
+			*t.Local = t.Local.WithDefaults()
 		}
-	}
-}
-
-func (l *Local) fillDefaults() {
-	if l.Cluster == "" {
-		l.Cluster = "default"
-	}
-	if l.Datapath == "" {
-		l.Datapath = "bridge"
-	}
-	if l.ProxyMode == "" {
-		l.ProxyMode = lab.DefaultProxyMode(l.Datapath)
-	}
-	if l.Nodes == 0 {
-		l.Nodes = 2
-	}
-	if l.Kubernetes == "" {
-		l.Kubernetes = lab.DefaultKubernetesVersion
-	}
-	if l.CRI == "" {
-		l.CRI = lab.CRIContainerd
 	}
 }
 

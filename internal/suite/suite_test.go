@@ -45,9 +45,11 @@ func TestParseNamesTheBadField(t *testing.T) {
 		"targets: [{name: a}, {name: a}]":                                         `targets[1].name: "a" is used twice`,
 		"workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-rr, size: 64}]":         "workloads[1]: tcp-rr/64B is listed twice",
 		"targets: [{name: a, local: {kubernetes: v1.20.0}}]":                      `targets[0].local.kubernetes: "v1.20.0": expected one of v1.37.2`,
-		"targets: [{name: a, local: {nodes: 51}}]":                                "targets[0].local.nodes: expected at most 50, got 51",
+		"targets: [{name: a, local: {nodes: 51}}]":                                "targets[0].local.nodes: 51: expected a whole number from 1 to 50",
 		"targets: [{name: a, local: {nodes: 1}}]\npaths: [same-node, cross-node]": "targets[0].local.nodes: 1 node cannot carry paths cross-node (they need two nodes)",
-		"targets: [{name: a, local: {nodes: -1}}]":                                "targets[0].local.nodes: expected at least 1, got -1",
+		"targets: [{name: a, local: {nodes: -1}}]":                                "targets[0].local.nodes: -1: expected a whole number from 1 to 50",
+		"targets: [{name: a, local: {proxyMode: ipvs}}]":                          `targets[0].local.proxyMode: "ipvs": expected nftables or iptables for datapath bridge`,
+		"targets: [{name: a, local: {cluster: Lab_1}}]":                           `targets[0].local.cluster: "Lab_1": expected 1-11 characters`,
 		"pods: sometimes\n":                                                       `pods: "sometimes": expected run (deployed once for the run) or round`,
 	}
 	for in, want := range cases {
@@ -84,7 +86,7 @@ func TestResolveOverrides(t *testing.T) {
 		t.Errorf("a bad flag should be named as a flag: %v", err)
 	}
 	l, err := Resolve("", Overrides{Datapath: "bridge", ProxyMode: "iptables", LocalCluster: "lab"})
-	if err != nil || l.Targets[0].Local.ProxyMode != "iptables" || l.Targets[0].Local.Cluster != "lab" {
+	if err != nil || l.Targets[0].Local.ProxyMode != "iptables" || l.Targets[0].Local.Name != "lab" {
 		t.Errorf("local overrides: %+v, %v", l.Targets[0].Local, err)
 	}
 	if l.Targets[0].Local.Kubernetes != "v1.37.2" {
@@ -379,7 +381,7 @@ pairs: [1, 10]
 `
 	ok := base + `reference: {study: s, figures: [{target: a.crun, against: a.runc, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 0.9},
   {target: a.runc, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, pairs: 10, perPair: true, value: 2.3},
-  {target: a.runc, path: in-pod, workload: stream/1x8M, metric: stream_copy_mbps, pairs: 10, perPair: true, value: 10940.5}]}
+  {target: a.runc, path: in-pod, workload: stream/1x8M, metric: stream_copy_mbps, pairs: 10, value: 10940.5}]}
 `
 	if _, err := Parse([]byte(ok)); err != nil {
 		t.Fatalf("figures of variants: %v", err)

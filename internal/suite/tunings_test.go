@@ -21,8 +21,8 @@ workloads: [{kind: tcp-stream}]
 	var names []string
 	for _, tg := range e.Targets {
 		names = append(names, tg.Name+"="+tg.Runtime+"/"+tg.Tuning)
-		if tg.Local.Cluster != e.Targets[0].Local.Cluster {
-			t.Errorf("%s on cluster %s, want %s", tg.Name, tg.Local.Cluster, e.Targets[0].Local.Cluster)
+		if tg.Local.Name != e.Targets[0].Local.Name {
+			t.Errorf("%s on cluster %s, want %s", tg.Name, tg.Local.Name, e.Targets[0].Local.Name)
 		}
 	}
 	want := "local.runc.default=runc/default local.runc.throughput=runc/throughput local.crun.default=crun/default local.crun.throughput=crun/throughput"

@@ -31,32 +31,18 @@ func (s Suite) Validate() error {
 		if t.Local != nil && (t.Kubeconfig != "" || t.Context != "") {
 			add("targets[%d]: expected either local or kubeconfig/context, not both", i)
 		}
-		if t.Local != nil && t.Local.Nodes < 1 {
-			add("targets[%d].local.nodes: expected at least 1, got %d", i, t.Local.Nodes)
-		}
 		if t.Local != nil && t.Local.Nodes == 1 {
 			if two := s.TwoNodePaths(); len(two) > 0 {
 				add("targets[%d].local.nodes: 1 node cannot carry paths %s (they need two nodes): expected at least 2, or paths among %s",
 					i, strings.Join(two, ", "), strings.Join(OneNodePaths(), ", "))
 			}
 		}
-		if t.Local != nil && t.Local.Nodes > lab.MaxNodes {
-			add("targets[%d].local.nodes: expected at most %d, got %d", i, lab.MaxNodes, t.Local.Nodes)
-		}
 		if t.Local != nil {
-			if _, err := lab.LookupDatapath(t.Local.Datapath); err != nil {
-				add("targets[%d].local.datapath: %v", i, err)
+			errs = append(errs, localErrors(i, t.Local.Validate())...)
+			if clusters[t.Local.Name] {
+				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Name)
 			}
-			if !slices.Contains(lab.CRIs(), t.Local.CRI) {
-				add("targets[%d].local.cri: %q: expected one of %s", i, t.Local.CRI, strings.Join(lab.CRIs(), ", "))
-			}
-			if err := lab.CheckKubernetesVersion(t.Local.Kubernetes); err != nil {
-				add("targets[%d].local.kubernetes: %v", i, err)
-			}
-			if clusters[t.Local.Cluster] {
-				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Cluster)
-			}
-			clusters[t.Local.Cluster] = true
+			clusters[t.Local.Name] = true
 		}
 		if t.NetworkPolicy != nil {
 			errs = append(errs, validatePolicy(i, t)...)
@@ -265,4 +251,25 @@ func (s Suite) validateGateway() []error {
 		errs = append(errs, fmt.Errorf("pairs: %s scales with vus, not pairs; expected pairs [1], got %v", engine.GatewaySplit, s.Pairs))
 	}
 	return errs
+}
+
+// localErrors places each of a local block's refused settings in the suite:
+// targets[0].local.nodes: 51: expected a whole number from 1 to 50.
+func localErrors(i int, err error) []error {
+	if err == nil {
+		return nil
+	}
+	var out []error
+	for _, e := range unjoin(err) {
+		out = append(out, fmt.Errorf("targets[%d].local.%w", i, e))
+	}
+	return out
+}
+
+// unjoin lists the errors joined in err, or err alone.
+func unjoin(err error) []error {
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		return j.Unwrap()
+	}
+	return []error{err}
 }

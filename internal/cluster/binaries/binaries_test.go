@@ -122,8 +122,8 @@ func TestKubernetesReleasesSideBySide(t *testing.T) {
 	if got := c.BinaryPath(old, "kubelet"); got != "/c/bin/kubernetes-v1.34.2/kubelet" {
 		t.Errorf("1.34 kubelet at %s", got)
 	}
-	if _, err := KubernetesComponent("v1.99.0"); err == nil || !strings.Contains(err.Error(), "--kubernetes-version") {
-		t.Errorf("unknown release: err = %v, want one naming --kubernetes-version", err)
+	if _, err := KubernetesComponent("v1.99.0"); err == nil || !strings.Contains(err.Error(), `kubernetes: "v1.99.0": expected one of`) {
+		t.Errorf("unknown release: err = %v, want one naming the kubernetes setting", err)
 	}
 	base, err := Base("v1.34.2")
 	if err != nil {

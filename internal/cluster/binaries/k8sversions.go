@@ -13,7 +13,7 @@ import (
 // directory of their own (bin/kubernetes-<version>/), so releases are cached side by side.
 func KubernetesComponent(version string) (Component, error) {
 	if err := lab.CheckKubernetesVersion(version); err != nil {
-		return Component{}, fmt.Errorf("--kubernetes-version %w", err)
+		return Component{}, err
 	}
 	return kubernetesComponent(version), nil
 }

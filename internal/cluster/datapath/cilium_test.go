@@ -211,19 +211,6 @@ func TestCiliumKPR(t *testing.T) {
 	if lab.DefaultProxyMode("cilium-kpr") != lab.ProxyNone || lab.DefaultProxyMode("cilium-native") != "nftables" {
 		t.Errorf("default proxy modes %s, %s", lab.DefaultProxyMode("cilium-kpr"), lab.DefaultProxyMode("cilium-native"))
 	}
-	modes := []string{"nftables", "iptables"}
-	if err := CheckProxyMode(d, "iptables", modes); err == nil || !strings.Contains(err.Error(), "replaces kube-proxy") {
-		t.Errorf("kpr with kube-proxy: %v", err)
-	}
-	if err := CheckProxyMode(d, lab.ProxyNone, modes); err != nil {
-		t.Error(err)
-	}
-	if err := CheckProxyMode(Bridge{}, lab.ProxyNone, modes); err == nil || !strings.Contains(err.Error(), "cilium-kpr") {
-		t.Errorf("bridge without kube-proxy: %v", err)
-	}
-	if err := CheckProxyMode(Bridge{}, "ipvs", modes); err == nil || !strings.Contains(err.Error(), "--proxy-mode \"ipvs\"") {
-		t.Errorf("ipvs: %v", err)
-	}
 }
 
 func TestCiliumEgressGatewayOnlyWithKPR(t *testing.T) {

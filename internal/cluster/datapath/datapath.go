@@ -8,11 +8,8 @@ import (
 	"fmt"
 	"net"
 	"os/exec"
-	"slices"
 	"sort"
 	"strings"
-
-	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Node is what a datapath needs to know of one node.
@@ -90,35 +87,9 @@ type WithoutKubeProxy interface {
 	ReplacesKubeProxy() bool
 }
 
-// CheckProxyMode refuses a kube-proxy mode the datapath cannot run with, naming the flag.
-func CheckProxyMode(dp Datapath, mode string, supported []string) error {
-	if replacesKubeProxy(dp) {
-		if mode != lab.ProxyNone {
-			return fmt.Errorf("--proxy-mode %q: datapath %s replaces kube-proxy; expected none (or leave the flag out)", mode, dp.Name())
-		}
-		return nil
-	}
-	if slices.Contains(supported, mode) {
-		return nil
-	}
-	return fmt.Errorf("--proxy-mode %q: expected %s for datapath %s (none is for datapaths that replace kube-proxy: %s; IPVS is not in this kernel)",
-		mode, strings.Join(supported, " or "), dp.Name(), strings.Join(kubeProxyReplacing(), ", "))
-}
-
 func replacesKubeProxy(dp Datapath) bool {
 	w, ok := dp.(WithoutKubeProxy)
 	return ok && w.ReplacesKubeProxy()
-}
-
-// kubeProxyReplacing lists the datapaths that replace kube-proxy.
-func kubeProxyReplacing() []string {
-	var out []string
-	for _, n := range Names() {
-		if replacesKubeProxy(registry()[n]) {
-			out = append(out, n)
-		}
-	}
-	return out
 }
 
 // Datapath sets up pod networking for a cluster whose nodes' namespaces and underlay exist.
@@ -160,7 +131,7 @@ func Names() []string {
 func Lookup(name string) (Datapath, error) {
 	d, ok := registry()[name]
 	if !ok {
-		return nil, fmt.Errorf("--datapath %q: expected one of %s", name, strings.Join(Names(), ", "))
+		return nil, fmt.Errorf("datapath %q: expected one of %s", name, strings.Join(Names(), ", "))
 	}
 	return d, nil
 }

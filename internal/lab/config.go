@@ -1,0 +1,120 @@
+package lab
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// Defaults of a local cluster's settings.
+const (
+	DefaultClusterName = "default"
+	DefaultDatapath    = "bridge"
+	DefaultNodes       = 2
+)
+
+// LocalConfig is what a local cluster is made of, in the one shape that a suite's `local:`
+// block, `cluster create` and the runner share, with one set of defaults and one validation.
+// How it is built (addresses, timeouts, where its files live) belongs to internal/cluster.
+type LocalConfig struct {
+	// Name is the cluster's name, `cluster` in a suite: it names host objects (the root veth
+	// cnb-<name>), so it is short.
+	Name      string `json:"cluster,omitempty"`
+	Datapath  string `json:"datapath,omitempty"`
+	ProxyMode string `json:"proxyMode,omitempty"`
+	Nodes     int    `json:"nodes,omitempty"`
+	// Kubernetes is the release the cluster runs (KubernetesVersions).
+	Kubernetes string `json:"kubernetes,omitempty"`
+	// CRI is the nodes' container runtime interface (CRIs).
+	CRI string `json:"cri,omitempty"`
+}
+
+// WithDefaults fills the settings left empty (zero nodes included) with their defaults; the
+// kube-proxy mode follows the datapath.
+func (c LocalConfig) WithDefaults() LocalConfig {
+	if c.Name == "" {
+		c.Name = DefaultClusterName
+	}
+	if c.Datapath == "" {
+		c.Datapath = DefaultDatapath
+	}
+	if c.ProxyMode == "" {
+		c.ProxyMode = DefaultProxyMode(c.Datapath)
+	}
+	if c.Nodes == 0 {
+		c.Nodes = DefaultNodes
+	}
+	if c.Kubernetes == "" {
+		c.Kubernetes = DefaultKubernetesVersion
+	}
+	if c.CRI == "" {
+		c.CRI = CRIContainerd
+	}
+	return c
+}
+
+// Validate checks every setting as given (empty ones are refused: apply WithDefaults first)
+// and returns each problem as a *FieldError, joined.
+func (c LocalConfig) Validate() error {
+	var errs []error
+	if err := CheckClusterName(c.Name); err != nil {
+		errs = append(errs, err)
+	}
+	if c.Nodes < 1 || c.Nodes > MaxNodes {
+		errs = append(errs, &FieldError{Field: "nodes", Value: strconv.Itoa(c.Nodes), Want: fmt.Sprintf("expected a whole number from 1 to %d", MaxNodes)})
+	}
+	dp, err := LookupDatapath(c.Datapath)
+	if err != nil {
+		errs = append(errs, &FieldError{Field: "datapath", Value: strconv.Quote(c.Datapath), Want: "expected one of " + strings.Join(DatapathNames(), ", ")})
+	} else if err := checkProxyMode(dp, c.ProxyMode); err != nil {
+		errs = append(errs, err)
+	}
+	if err := CheckKubernetesVersion(c.Kubernetes); err != nil {
+		errs = append(errs, err)
+	}
+	if !slices.Contains(CRIs(), c.CRI) {
+		errs = append(errs, &FieldError{Field: "cri", Value: strconv.Quote(c.CRI), Want: "expected one of " + strings.Join(CRIs(), ", ")})
+	}
+	return errors.Join(errs...)
+}
+
+// checkProxyMode refuses a kube-proxy mode the datapath cannot run with.
+func checkProxyMode(dp Datapath, mode string) error {
+	fe := &FieldError{Field: "proxyMode", Value: strconv.Quote(mode)}
+	switch {
+	case dp.ReplacesKubeProxy && mode != ProxyNone:
+		fe.Want = fmt.Sprintf("datapath %s replaces kube-proxy; expected none (or leave it out)", dp.Name)
+	case !dp.ReplacesKubeProxy && !slices.Contains(ProxyModes(), mode):
+		fe.Want = fmt.Sprintf("expected %s for datapath %s (none is for datapaths that replace kube-proxy: %s; IPVS is not in this kernel)",
+			strings.Join(ProxyModes(), " or "), dp.Name, strings.Join(DatapathsWhere(func(d Datapath) bool { return d.ReplacesKubeProxy }), ", "))
+	default:
+		return nil
+	}
+	return fe
+}
+
+// clusterNameRE bounds names so that the root veth "cnb-<name>" fits the kernel's 15 bytes.
+var clusterNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,9}[a-z0-9])?$`)
+
+// CheckClusterName refuses a name that cannot name the cluster's host objects.
+func CheckClusterName(name string) error {
+	if clusterNameRE.MatchString(name) {
+		return nil
+	}
+	return &FieldError{Field: "cluster", Value: strconv.Quote(name),
+		Want: "expected 1-11 characters of lowercase letters, digits and '-', starting and ending with a letter or digit"}
+}
+
+// FieldError is a setting refused: which one (its key in a suite's `local:` block), the
+// value as given and what was expected. The command line names the flag that set it instead.
+type FieldError struct {
+	Field string // e.g. "nodes", "proxyMode"
+	Value string // formatted: quoted when a string
+	Want  string // what was expected, or why the value cannot be
+}
+
+// Error reads "nodes: 0: expected a whole number from 1 to 50", as a suite names its fields.
+func (e *FieldError) Error() string { return e.Field + ": " + e.Value + ": " + e.Want }
