@@ -36,7 +36,7 @@ func newClusterCreateCommand() *cobra.Command {
 			o.Layout = cluster.DefaultLayout()
 			o.Cache = binaries.Default()
 			if err := cluster.Create(cmd.Context(), o); err != nil {
-				return asFlags(err, clusterFlag)
+				return err
 			}
 			fmt.Fprintf(o.Out, "\nKubeconfig: %s\nTry: %s --kubeconfig %s get nodes -o wide\n",
 				o.Layout.Kubeconfig(o.Name), o.Cache.KubectlPath(o.Kubernetes), o.Layout.Kubeconfig(o.Name))
@@ -74,7 +74,7 @@ func newClusterDeleteCommand() *cobra.Command {
 			if o.all {
 				return cluster.DeleteAll(cmd.Context(), layout, cmd.OutOrStdout())
 			}
-			return asFlags(cluster.Delete(cmd.Context(), cluster.DeleteOptions{Name: o.name, Layout: layout, Out: cmd.OutOrStdout()}), clusterFlag)
+			return cluster.Delete(cmd.Context(), cluster.DeleteOptions{Name: o.name, Layout: layout, Out: cmd.OutOrStdout()})
 		},
 	}
 	cmd.Flags().StringVar(&o.name, "name", "default", "cluster to delete")

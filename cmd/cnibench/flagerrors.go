@@ -1,38 +1,86 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/spf13/cobra"
+
+	"github.com/cnibench/cnibench/internal/setting"
+	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// clusterFlag names the `cluster create` flag that sets a local cluster's setting.
-func clusterFlag(field string) string {
-	switch field {
-	case "cluster":
-		return "--name"
-	case "proxyMode":
-		return "--proxy-mode"
-	case "kubernetes":
-		return "--kubernetes-version"
-	default: // nodes, datapath, cri, runtimes, subnet, wait
-		return "--" + field
+// executeCommand runs the command line's command and names, in its error, the flags that set
+// the settings the library refused.
+func executeCommand(ctx context.Context, root *cobra.Command) error {
+	cmd, err := root.ExecuteContextC(ctx)
+	return withSuiteFlags(asFlags(err, flagOf(cmd)))
+}
+
+// withSuiteFlags adds their flags to the suite fields a refused suite names, since the user may
+// have set them either way: "--repetitions / repetitions: expected at least 1".
+func withSuiteFlags(err error) error {
+	var invalid *suite.InvalidError
+	if !errors.As(err, &invalid) {
+		return err
 	}
+	msg := err.Error()
+	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs",
+		"runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "margin:": "--margin", "pods:": "--pods"} {
+		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
+			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
+		}
+	}
+	return &flagError{msg: msg, cause: err}
+}
+
+// flagOf names the flag of cmd that sets a setting the library refused, or "" when none of
+// its flags does. A setting's flag is its name in kebab case (proxyMode: --proxy-mode), but
+// where a command calls it otherwise.
+func flagOf(cmd *cobra.Command) func(name string) string {
+	return func(name string) string {
+		flag := kebab(name)
+		if cmd.CommandPath() == "cnibench cluster create" || cmd.CommandPath() == "cnibench cluster delete" {
+			switch name {
+			case "cluster":
+				flag = "name"
+			case "kubernetes":
+				flag = "kubernetes-version"
+			}
+		}
+		if cmd.Flag(flag) == nil { // its own or inherited
+			return ""
+		}
+		return "--" + flag
+	}
+}
+
+// kebab turns a setting's name into a flag's: networkPolicies becomes network-policies.
+func kebab(name string) string {
+	var b strings.Builder
+	for _, r := range name {
+		if r >= 'A' && r <= 'Z' {
+			b.WriteByte('-')
+			r += 'a' - 'A'
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
 }
 
 // flagError is a refused setting as the command line set it: "--nodes 0: expected ...".
 type flagError struct {
 	msg   string
-	field *lab.FieldError
+	cause error
 }
 
 func (e *flagError) Error() string { return e.msg }
-func (e *flagError) Unwrap() error { return e.field }
+func (e *flagError) Unwrap() error { return e.cause }
 
 // asFlags speaks of the flags where the library speaks of the settings they set: each refused
-// setting in err (joined or wrapped) is named by its flag instead.
-func asFlags(err error, flag func(field string) string) error {
+// setting in err (joined or wrapped) that a flag sets is named by the flag instead.
+func asFlags(err error, flag func(name string) string) error {
 	if err == nil {
 		return nil
 	}
@@ -42,10 +90,11 @@ func asFlags(err error, flag func(field string) string) error {
 	}
 	out := make([]error, 0, len(parts))
 	for _, e := range parts {
-		var fe *lab.FieldError
-		if errors.As(e, &fe) {
-			named := flag(fe.Field) + " " + fe.Value + ": " + fe.Want
-			e = &flagError{msg: strings.Replace(e.Error(), fe.Error(), named, 1), field: fe}
+		var se *setting.Error
+		if errors.As(e, &se) {
+			if f := flag(se.Name); f != "" {
+				e = &flagError{msg: strings.Replace(e.Error(), se.Error(), se.Named(f), 1), cause: e}
+			}
 		}
 		out = append(out, e)
 	}

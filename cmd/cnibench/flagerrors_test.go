@@ -7,13 +7,20 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
+	"github.com/cnibench/cnibench/internal/suite"
 )
 
 // The library names a refused setting; `cluster create` names the flag that set it, whether
 // the setting's error comes alone, joined with others or wrapped, and keeps the error's chain.
 func TestClusterErrorsNameTheFlags(t *testing.T) {
+	create, _, err := newRootCommand().Find([]string{"cluster", "create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	clusterFlag := flagOf(create)
 	bad := lab.LocalConfig{Name: "Bad_Name", Nodes: 0, Datapath: "calico", ProxyMode: "ipvs", Kubernetes: "v1.99.0", CRI: "docker"}
-	err := asFlags(bad.Validate(), clusterFlag)
+	err = asFlags(bad.Validate(), clusterFlag)
 	for _, want := range []string{
 		`--name "Bad_Name": expected 1-11 characters`,
 		"--nodes 0: expected a whole number from 1 to",
@@ -31,13 +38,26 @@ func TestClusterErrorsNameTheFlags(t *testing.T) {
 	if mode == nil || !containsLine(mode.Error(), `--proxy-mode "ipvs": expected nftables or iptables`) {
 		t.Errorf("proxy mode: %v", mode)
 	}
-	wrapped := asFlags(fmt.Errorf("reserve: %w", &lab.FieldError{Field: "subnet", Value: "10.230.0.0/16", Want: "collides"}), clusterFlag)
-	var fe *lab.FieldError
+	wrapped := asFlags(fmt.Errorf("reserve: %w", &setting.Error{Name: "subnet", Value: "10.230.0.0/16", Want: "collides"}), clusterFlag)
+	var fe *setting.Error
 	if wrapped.Error() != "reserve: --subnet 10.230.0.0/16: collides" || !errors.As(wrapped, &fe) {
 		t.Errorf("wrapped: %v", wrapped)
 	}
 	if other := errors.New("x"); asFlags(other, clusterFlag) != other || asFlags(nil, clusterFlag) != nil {
 		t.Error("errors without a setting pass unchanged")
+	}
+	// A setting no flag of the command sets keeps its name.
+	if got := asFlags(&setting.Error{Name: "baseline", Value: "x", Want: "y"}, clusterFlag); got.Error() != "baseline: x: y" {
+		t.Errorf("a setting without a flag here: %v", got)
+	}
+	run, _, err := newRootCommand().Find([]string{"run"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, want := range map[string]string{"networkPolicies": "--network-policies", "cluster": "--cluster", "baseline": "--baseline", "kubernetes": ""} {
+		if got := flagOf(run)(name); got != want {
+			t.Errorf("run's flag for %s: %q, want %q", name, got, want)
+		}
 	}
 }
 
@@ -48,4 +68,44 @@ func containsLine(text, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// Every setting a library refuses by name is set by a flag of the command that passes it on,
+// so that the command line names the flag.
+func TestSettingsHaveTheirFlags(t *testing.T) {
+	for path, names := range map[string][]string{
+		"cluster create":         {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
+		"cluster delete":         {"cluster"},
+		"run":                    {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store"},
+		"compare":                {"metrics", "store"},
+		"results show":           {"store"},
+		"agent rr":               {"target", "port", "duration", "size", "timeout", "maxConsecutiveErrors"},
+		"agent echo-server":      {"port", "size"},
+		"agent probe":            {"until"},
+		"agent external-servers": {"server", "start"},
+	} {
+		cmd, _, err := newRootCommand().Find(strings.Fields(path))
+		if err != nil || cmd.CommandPath() != "cnibench "+path {
+			t.Errorf("%s: no such command (%v)", path, err)
+			continue
+		}
+		for _, name := range names {
+			if flagOf(cmd)(name) == "" {
+				t.Errorf("%s: no flag sets the setting %s", path, name)
+			}
+		}
+	}
+}
+
+// A refused suite's fields that flags also set are named both ways.
+func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
+	_, err := suite.Resolve("", suite.Overrides{Precision: -1, Margin: 0.02, Repetitions: -1})
+	got := withSuiteFlags(err)
+	var invalid *suite.InvalidError
+	if !strings.Contains(got.Error(), "--margin / margin:") || !strings.Contains(got.Error(), "--repetitions / repetitions:") || !errors.As(got, &invalid) {
+		t.Errorf("got %v", got)
+	}
+	if other := errors.New("margin: x"); withSuiteFlags(other) != other {
+		t.Error("only a refused suite is rewritten")
+	}
 }

@@ -23,7 +23,7 @@ func main() {
 	// Ctrl-C cancels the context: long operations stop cleanly and remove what they created.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	if err := newRootCommand().ExecuteContext(ctx); err != nil {
+	if err := executeCommand(ctx, newRootCommand()); err != nil {
 		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
 		os.Exit(1)

@@ -52,7 +52,7 @@ func runReport(args ...string) (string, error) {
 	cmd.SetOut(&out)
 	cmd.SetErr(&out)
 	cmd.SetArgs(append([]string{"report"}, args...))
-	err := cmd.ExecuteContext(context.Background())
+	err := executeCommand(context.Background(), cmd)
 	return out.String(), err
 }
 

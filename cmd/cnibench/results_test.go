@@ -59,7 +59,7 @@ func execute(t *testing.T, cmd *cobra.Command, args ...string) (string, error) {
 	cmd.SetArgs(args)
 	cmd.SetOut(&out)
 	cmd.SetErr(&stderr)
-	err := cmd.ExecuteContext(context.Background())
+	err := executeCommand(context.Background(), cmd)
 	return out.String(), err
 }
 

@@ -7,8 +7,11 @@ import (
 	"io"
 	"net"
 	"net/netip"
+	"strconv"
 	"sync"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 const (
@@ -49,25 +52,25 @@ type ClientOptions struct {
 // withDefaults fills zero values and validates; errors name the command-line flag.
 func (o ClientOptions) withDefaults() (ClientOptions, error) {
 	if o.Target == "" {
-		return o, errors.New("--target is required: the echo server's IP address or name")
+		return o, &setting.Error{Name: "target", Want: "required: the echo server's IP address or name"}
 	}
 	if o.Port < 1 || o.Port > 65535 {
-		return o, fmt.Errorf("--port %d: must be between 1 and 65535", o.Port)
+		return o, &setting.Error{Name: "port", Value: strconv.Itoa(o.Port), Want: "must be between 1 and 65535"}
 	}
 	if o.Duration <= 0 {
-		return o, fmt.Errorf("--duration %s: must be positive", o.Duration)
+		return o, &setting.Error{Name: "duration", Value: o.Duration.String(), Want: "must be positive"}
 	}
 	if err := validateSize(o.Size); err != nil {
 		return o, err
 	}
 	if o.Timeout < 0 {
-		return o, fmt.Errorf("--timeout %s: must be positive", o.Timeout)
+		return o, &setting.Error{Name: "timeout", Value: o.Timeout.String(), Want: "must be positive"}
 	}
 	if o.Timeout == 0 {
 		o.Timeout = DefaultTimeout
 	}
 	if o.MaxConsecutiveErrors < 0 {
-		return o, fmt.Errorf("--max-consecutive-errors %d: must be positive", o.MaxConsecutiveErrors)
+		return o, &setting.Error{Name: "maxConsecutiveErrors", Value: strconv.Itoa(o.MaxConsecutiveErrors), Want: "must be positive"}
 	}
 	if o.MaxConsecutiveErrors == 0 {
 		o.MaxConsecutiveErrors = DefaultMaxConsecutiveErrors
@@ -80,7 +83,7 @@ func (o ClientOptions) withDefaults() (ClientOptions, error) {
 
 func validateSize(n int) error {
 	if n < 1 || n > MaxSize {
-		return fmt.Errorf("--size %d: must be between 1 and %d bytes", n, MaxSize)
+		return &setting.Error{Name: "size", Value: strconv.Itoa(n), Want: fmt.Sprintf("must be between 1 and %d bytes", MaxSize)}
 	}
 	return nil
 }
@@ -369,10 +372,10 @@ func resolve(ctx context.Context, target string, port int, timeout time.Duration
 	defer cancel()
 	addrs, err := net.DefaultResolver.LookupNetIP(ctx, "ip", target)
 	if err != nil {
-		return netip.AddrPort{}, fmt.Errorf("--target %q: resolve: %w", target, err)
+		return netip.AddrPort{}, &setting.Error{Name: "target", Value: strconv.Quote(target), Err: fmt.Errorf("resolve: %w", err)}
 	}
 	if len(addrs) == 0 {
-		return netip.AddrPort{}, fmt.Errorf("--target %q: resolves to no address", target)
+		return netip.AddrPort{}, &setting.Error{Name: "target", Value: strconv.Quote(target), Want: "resolves to no address"}
 	}
 	// The resolver returns addresses in the order a dial would try them (RFC 6724).
 	return netip.AddrPortFrom(addrs[0].Unmap(), uint16(port)), nil

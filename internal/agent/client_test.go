@@ -72,15 +72,15 @@ func TestRRAndCRROnLoopback(t *testing.T) {
 	}
 }
 
-func TestClientOptionErrorsNameTheFlag(t *testing.T) {
+func TestClientOptionErrorsNameTheSetting(t *testing.T) {
 	good := ClientOptions{Target: loopback, Port: 1, Duration: time.Second, Size: 1}
 	for flag, mutate := range map[string]func(*ClientOptions){
-		"--target":                 func(o *ClientOptions) { o.Target = "" },
-		"--port":                   func(o *ClientOptions) { o.Port = 0 },
-		"--duration":               func(o *ClientOptions) { o.Duration = 0 },
-		"--size":                   func(o *ClientOptions) { o.Size = 0 },
-		"--timeout":                func(o *ClientOptions) { o.Timeout = -time.Second },
-		"--max-consecutive-errors": func(o *ClientOptions) { o.MaxConsecutiveErrors = -1 },
+		"target: ":               func(o *ClientOptions) { o.Target = "" },
+		"port: 0":                func(o *ClientOptions) { o.Port = 0 },
+		"duration: 0s":           func(o *ClientOptions) { o.Duration = 0 },
+		"size: 0":                func(o *ClientOptions) { o.Size = 0 },
+		"timeout: -1s":           func(o *ClientOptions) { o.Timeout = -time.Second },
+		"maxConsecutiveErrors: ": func(o *ClientOptions) { o.MaxConsecutiveErrors = -1 },
 	} {
 		o := good
 		mutate(&o)

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"syscall"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // EchoOptions configures the echo server.
@@ -30,7 +32,7 @@ type EchoOptions struct {
 
 func (o EchoOptions) validate() error {
 	if o.Port < 0 || o.Port > 65535 {
-		return fmt.Errorf("--port %d: must be between 0 (any free port) and 65535", o.Port)
+		return &setting.Error{Name: "port", Value: strconv.Itoa(o.Port), Want: "must be between 0 (any free port) and 65535"}
 	}
 	return validateSize(o.Size)
 }

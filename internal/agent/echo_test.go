@@ -7,10 +7,11 @@ import (
 	"net"
 	"os"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Every network test here uses 127.0.0.1 only.
@@ -115,11 +116,12 @@ func TestEchoServeStopsWithOpenConnections(t *testing.T) {
 	}
 }
 
-func TestEchoOptionErrorsNameTheFlag(t *testing.T) {
+func TestEchoOptionErrorsNameTheSetting(t *testing.T) {
 	for _, o := range []EchoOptions{{Port: -1, Size: 1}, {Port: 70000, Size: 1}, {Size: 0}, {Size: MaxSize + 1}} {
 		_, err := ListenEcho(context.Background(), o)
-		if err == nil || !strings.Contains(err.Error(), "--") {
-			t.Errorf("ListenEcho(%+v) = %v, want an error naming the flag", o, err)
+		var se *setting.Error
+		if !errors.As(err, &se) || (se.Name != "port" && se.Name != "size") {
+			t.Errorf("ListenEcho(%+v) = %v, want an error naming the setting", o, err)
 		}
 	}
 }

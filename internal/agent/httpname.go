@@ -10,6 +10,8 @@ import (
 	"os"
 	"strconv"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // NameServerOptions configures the HTTP server that answers with its pod's name, the backend
@@ -24,7 +26,7 @@ type NameServerOptions struct {
 // of a split counts responses by backend from the body alone.
 func RunNameServer(ctx context.Context, o NameServerOptions) error {
 	if o.Port < 1 || o.Port > 65535 {
-		return fmt.Errorf("--port %d: expected 1-65535", o.Port)
+		return &setting.Error{Name: "port", Value: strconv.Itoa(o.Port), Want: "expected 1-65535"}
 	}
 	if o.Name == "" {
 		h, err := os.Hostname()

@@ -36,7 +36,7 @@ func TestNameServerAnswersWithItsName(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Errorf("RunNameServer: %v", err)
 	}
-	if err := RunNameServer(context.Background(), NameServerOptions{Port: 0}); err == nil || !strings.Contains(err.Error(), "--port 0") {
+	if err := RunNameServer(context.Background(), NameServerOptions{Port: 0}); err == nil || !strings.Contains(err.Error(), "port: 0: expected 1-65535") {
 		t.Errorf("port 0: %v", err)
 	}
 }

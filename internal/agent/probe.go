@@ -5,8 +5,11 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"strconv"
 	"syscall"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Outcomes of a connection probe.
@@ -105,10 +108,10 @@ type attempt struct {
 // order) end with the awaited outcome, and reports when the first of them started.
 func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 	if o.Until != ProbeOpen && o.Until != ProbeTimeout {
-		return WatchResult{}, fmt.Errorf("--until: expected %s or %s, got %q", ProbeOpen, ProbeTimeout, o.Until)
+		return WatchResult{}, &setting.Error{Name: "until", Value: strconv.Quote(o.Until), Want: fmt.Sprintf("expected %s or %s", ProbeOpen, ProbeTimeout)}
 	}
 	if o.Interval <= 0 || o.Timeout <= 0 || o.MaxWait <= 0 {
-		return WatchResult{}, errors.New("--interval, --timeout and --max-wait: expected positive durations")
+		return WatchResult{}, errors.New("interval, timeout and maxWait: expected positive durations")
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.MaxWait+o.Timeout)
 	defer cancel()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -18,11 +19,11 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 	// The run and its targets only: Compare reads the samples of the sides it compares.
 	base, err := src.Run(ctx, baseline)
 	if err != nil {
-		return fmt.Errorf("--baseline %s: %w", baseline, err)
+		return &setting.Error{Name: "baseline", Value: baseline, Err: err}
 	}
 	baseTargets, err := src.Targets(ctx, base.ID)
 	if err != nil {
-		return fmt.Errorf("--baseline %s: %w", baseline, err)
+		return &setting.Error{Name: "baseline", Value: baseline, Err: err}
 	}
 	names := map[string]bool{}
 	for _, t := range baseTargets {
@@ -40,7 +41,7 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 		}
 		res, err := compare.Compare(ctx, src, compare.Options{A: a, B: compare.Side{Run: run.ID, Target: t.Name}, Seed: compare.DefaultSeed})
 		if err != nil {
-			errs = append(errs, fmt.Errorf("compare with --baseline %s: %w", baseline, err))
+			errs = append(errs, fmt.Errorf("compare with the baseline %s: %w", baseline, err))
 			continue
 		}
 		compared++
@@ -53,7 +54,7 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 		}
 	}
 	if compared == 0 && len(errs) == 0 {
-		return fmt.Errorf("--baseline %s: no target of the same name to compare with (the baseline has %d)", baseline, len(baseTargets))
+		return &setting.Error{Name: "baseline", Value: baseline, Want: fmt.Sprintf("no target of the same name to compare with (the baseline has %d)", len(baseTargets))}
 	}
 	return errors.Join(errs...)
 }

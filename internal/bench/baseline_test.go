@@ -52,7 +52,7 @@ func TestCompareBaseline(t *testing.T) {
 	if err := compareBaseline(ctx, &out, db, "20261121-100000", run(2), targets(2), nil); err == nil || !strings.Contains(err.Error(), "no target of the same name") {
 		t.Errorf("no pairing: %v", err)
 	}
-	if err := compareBaseline(ctx, &out, db, "nope", run(1), targets(1), nil); err == nil || !strings.Contains(err.Error(), "--baseline nope") {
+	if err := compareBaseline(ctx, &out, db, "nope", run(1), targets(1), nil); err == nil || !strings.Contains(err.Error(), "baseline: nope") {
 		t.Errorf("unknown baseline: %v", err)
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/runner"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -79,7 +80,7 @@ func Run(ctx context.Context, o Options) error {
 	if o.Baseline != "" {
 		// Checked before measuring, not after the run it would be compared with.
 		if _, err := db.Run(ctx, o.Baseline); err != nil {
-			return fmt.Errorf("--baseline: %w", err)
+			return &setting.Error{Name: "baseline", Value: o.Baseline, Err: err}
 		}
 	}
 	o.Runner.Suite, o.Runner.Store = s, db

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 func mustCIDR(t *testing.T, s string) *net.IPNet {
@@ -169,9 +170,9 @@ func TestValidateOptionsNamesTheSetting(t *testing.T) {
 	for _, c := range cases {
 		o := base
 		c.mod(&o)
-		var fe *lab.FieldError
+		var fe *setting.Error
 		if _, err := o.validate(); err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) {
-			t.Errorf("want a *lab.FieldError containing %q, got %v", c.want, err)
+			t.Errorf("want a *setting.Error containing %q, got %v", c.want, err)
 		}
 	}
 	o := base

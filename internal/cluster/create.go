@@ -19,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/progress"
+	"github.com/cnibench/cnibench/internal/setting"
 	"k8s.io/client-go/kubernetes"
 )
 
@@ -71,7 +72,7 @@ type creator struct {
 	daemons []*running
 }
 
-// validate checks the options and fills their defaults; each error is a *lab.FieldError naming
+// validate checks the options and fills their defaults; each error is a *setting.Error naming
 // the setting and what was expected.
 func (o *Options) validate() (datapath.Datapath, error) {
 	nodes := o.Nodes
@@ -85,7 +86,7 @@ func (o *Options) validate() (datapath.Datapath, error) {
 		return nil, err
 	}
 	if o.Wait <= 0 {
-		return nil, &lab.FieldError{Field: "wait", Value: o.Wait.String(), Want: "expected a positive duration such as 3m"}
+		return nil, &setting.Error{Name: "wait", Value: o.Wait.String(), Want: "expected a positive duration such as 3m"}
 	}
 	if o.Out == nil {
 		o.Out = io.Discard
@@ -242,14 +243,14 @@ func reserve(o Options, cgroups string) (Spec, error) {
 	used := map[int]bool{}
 	for _, n := range names {
 		if n == o.Name {
-			return Spec{}, &lab.FieldError{Field: "cluster", Value: o.Name, Want: fmt.Sprintf("a cluster of that name exists (delete it with: cnibench cluster delete --name %s)", o.Name)}
+			return Spec{}, &setting.Error{Name: "cluster", Value: o.Name, Want: fmt.Sprintf("a cluster of that name exists (delete it with: cnibench cluster delete --name %s)", o.Name)}
 		}
 		if s, err := o.Layout.ReadSpec(n); err == nil {
 			used[s.Index] = true
 		}
 	}
 	if leftovers := namespacesOf(o.Name); len(leftovers) > 0 {
-		return Spec{}, &lab.FieldError{Field: "cluster", Value: o.Name, Want: fmt.Sprintf("namespaces of that name exist (%v); run: cnibench cluster delete --name %s", leftovers, o.Name)}
+		return Spec{}, &setting.Error{Name: "cluster", Value: o.Name, Want: fmt.Sprintf("namespaces of that name exist (%v); run: cnibench cluster delete --name %s", leftovers, o.Name)}
 	}
 	routes, err := hostRoutes()
 	if err != nil {
@@ -282,16 +283,16 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, er
 	}()
 	v4 := ip.To4()
 	if err != nil || v4 == nil || ones != 16 || v4[0] != 10 || int(v4[1]) < firstBlockOctet || int(v4[1]) >= firstBlockOctet+maxClusters {
-		return 0, &lab.FieldError{Field: "subnet", Value: strconv.Quote(subnet), Want: fmt.Sprintf("expected a /16 from 10.%d.0.0/16 to 10.%d.0.0/16", firstBlockOctet, firstBlockOctet+maxClusters-1)}
+		return 0, &setting.Error{Name: "subnet", Value: strconv.Quote(subnet), Want: fmt.Sprintf("expected a /16 from 10.%d.0.0/16 to 10.%d.0.0/16", firstBlockOctet, firstBlockOctet+maxClusters-1)}
 	}
 	index := int(v4[1]) - firstBlockOctet
 	if used[index] {
-		return 0, &lab.FieldError{Field: "subnet", Value: subnet, Want: "used by another cnibench cluster"}
+		return 0, &setting.Error{Name: "subnet", Value: subnet, Want: "used by another cnibench cluster"}
 	}
 	block := Plan{Index: index}.Block()
 	for _, r := range routes {
 		if r.IP.To4() != nil && !isDefault(r) && overlaps(block, r) {
-			return 0, &lab.FieldError{Field: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
+			return 0, &setting.Error{Name: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
 		}
 	}
 	return index, nil

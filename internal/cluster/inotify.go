@@ -8,7 +8,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // inotifyPerCluster and inotifyPerNode estimate the inotify instances a new cluster will hold,
@@ -37,7 +37,7 @@ func checkInotify(nodes int) error {
 	used := inotifyInstances(0)
 	need := inotifyPerCluster + nodes*inotifyPerNode
 	if used+need > limit {
-		return &lab.FieldError{Field: "nodes", Value: strconv.Itoa(nodes), Want: fmt.Sprintf("the cluster needs about %d inotify instances but root has %d of %d left "+
+		return &setting.Error{Name: "nodes", Value: strconv.Itoa(nodes), Want: fmt.Sprintf("the cluster needs about %d inotify instances but root has %d of %d left "+
 			"(fs.inotify.max_user_instances); delete a cluster or raise the limit, e.g. sysctl -w fs.inotify.max_user_instances=1024 "+
 			"(cnibench does not change host sysctls)", need, limit-used, limit)}
 	}

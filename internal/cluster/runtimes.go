@@ -10,6 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // GVisorPlatform is the gVisor platform the runsc handler uses: systrap works on this kind of
@@ -26,7 +27,7 @@ func normalizeRuntimes(cri string, list []string) ([]string, error) {
 	}
 	for _, r := range list {
 		if !slices.Contains(offered, r) {
-			return nil, &lab.FieldError{Field: "runtimes", Value: strconv.Quote(r), Want: fmt.Sprintf("with CRI %s, expected handlers from %s", cri, strings.Join(offered, ", "))}
+			return nil, &setting.Error{Name: "runtimes", Value: strconv.Quote(r), Want: fmt.Sprintf("with CRI %s, expected handlers from %s", cri, strings.Join(offered, ", "))}
 		}
 	}
 	var out []string

@@ -12,12 +12,14 @@ import (
 	"math"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 )
@@ -336,7 +338,7 @@ func checkMetrics(wanted []string, a, b side) error {
 				names = append(names, n)
 			}
 			sort.Strings(names)
-			return fmt.Errorf("--metrics: neither side has a metric %q (they have: %s)", m, strings.Join(names, ", "))
+			return &setting.Error{Name: "metrics", Value: strconv.Quote(m), Want: "neither side has this metric (they have: " + strings.Join(names, ", ") + ")"}
 		}
 	}
 	return nil

@@ -280,7 +280,7 @@ func TestCompareErrors(t *testing.T) {
 		{a: run2, b: run1 + "/flannel", want: []string{`B "`, `no target "flannel"`, "bridge, cilium-vxlan"}},
 		{a: "2026112", b: run2, want: []string{`A "2026112"`}, is: store.ErrAmbiguous},
 		{a: run2, b: "1999", want: []string{`B "1999"`}, is: store.ErrNotFound},
-		{a: run2, b: run2, metrics: []string{"throughput_gbps", "bogus"}, want: []string{"--metrics", `"bogus"`, "throughput_gbps"}},
+		{a: run2, b: run2, metrics: []string{"throughput_gbps", "bogus"}, want: []string{"metrics: ", `"bogus"`, "throughput_gbps"}},
 	} {
 		_, err := Compare(context.Background(), db, Options{A: sideOf(t, c.a), B: sideOf(t, c.b), Metrics: c.metrics})
 		if err == nil {

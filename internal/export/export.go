@@ -12,8 +12,10 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -69,7 +71,7 @@ func Write(w io.Writer, format string, b Bundle) error {
 	case FormatOpenMetrics:
 		return WriteOpenMetrics(w, b)
 	}
-	return fmt.Errorf("--format %q: expected one of %s", format, strings.Join(Formats(), ", "))
+	return &setting.Error{Name: "format", Value: strconv.Quote(format), Want: "expected one of " + strings.Join(Formats(), ", ")}
 }
 
 // ErrNoStore is returned (wrapped) by OpenExisting when there is no results store at the
@@ -121,7 +123,7 @@ func sqliteFile(location string) (path string, ok bool) {
 func LoadFrom(ctx context.Context, location, run string) (Bundle, error) {
 	db, err := OpenExisting(ctx, location)
 	if err != nil {
-		return Bundle{}, fmt.Errorf("--store: %w", err)
+		return Bundle{}, &setting.Error{Name: "store", Err: err}
 	}
 	defer db.Close()
 	return Load(ctx, db, run)

@@ -220,7 +220,7 @@ func TestOpenExisting(t *testing.T) {
 
 func TestWriteUnknownFormat(t *testing.T) {
 	err := Write(&bytes.Buffer{}, "xml", Bundle{})
-	if err == nil || !strings.Contains(err.Error(), "--format") || !strings.Contains(err.Error(), "openmetrics") {
+	if err == nil || !strings.Contains(err.Error(), `format: "`) || !strings.Contains(err.Error(), "openmetrics") {
 		t.Errorf("Write(xml): err = %v", err)
 	}
 }

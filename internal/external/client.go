@@ -13,8 +13,11 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Agent is how a client reaches an external agent: its control address (host:port) and the
@@ -34,7 +37,7 @@ func externalClient() *http.Client {
 func (a Agent) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
 	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.Control+path, body)
 	if err != nil {
-		return nil, fmt.Errorf("--server %q: %w", a.Control, err)
+		return nil, &setting.Error{Name: "server", Value: strconv.Quote(a.Control), Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+a.Token)
 	return req, nil
@@ -95,7 +98,7 @@ func (a Agent) StopServers(ctx context.Context) error {
 func Get(ctx context.Context, url, host string) (string, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
 	if err != nil {
-		return "", fmt.Errorf("--url %q: %w", url, err)
+		return "", &setting.Error{Name: "url", Value: strconv.Quote(url), Err: err}
 	}
 	if host != "" {
 		req.Host = host

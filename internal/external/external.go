@@ -27,6 +27,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Server is one server the external agent is asked to run: a workload's server
@@ -71,7 +72,7 @@ func ParseServers(specs []string) ([]Server, error) {
 		id, p, ok := strings.Cut(s, "=")
 		port, err := strconv.Atoi(p)
 		if !ok || id == "" || err != nil {
-			return nil, fmt.Errorf("--start %q: expected WORKLOAD=PORT, e.g. tcp-stream/1=25201", s)
+			return nil, &setting.Error{Name: "start", Value: strconv.Quote(s), Want: "expected WORKLOAD=PORT, e.g. tcp-stream/1=25201"}
 		}
 		out = append(out, Server{Workload: id, Port: port})
 	}
@@ -94,7 +95,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	o.MaxServers = cmp.Or(o.MaxServers, DefaultMaxServers)
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
-		return fmt.Errorf("--listen %s: %w", o.Listen, err)
+		return &setting.Error{Name: "listen", Value: o.Listen, Err: err}
 	}
 	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort, max: o.MaxServers}
 	m.touch()

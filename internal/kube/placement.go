@@ -4,11 +4,14 @@ import (
 	"context"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // PlacementOptions choose the nodes a run uses.
@@ -76,15 +79,15 @@ func (c *Client) place(ctx context.Context, o PlacementOptions) (Placement, bool
 	sort.Strings(usable)
 	if len(o.Nodes) > 0 {
 		if len(o.Nodes) < 2 {
-			return Placement{}, false, fmt.Errorf("--nodes: expected at least two node names (client node, server node, more to spread pairs over), got %d", len(o.Nodes))
+			return Placement{}, false, &setting.Error{Name: "nodes", Value: strings.Join(o.Nodes, ","), Want: "expected at least two node names (client node, server node, more to spread pairs over)"}
 		}
 		for _, name := range o.Nodes {
 			n, ok := byName[name]
 			if !ok {
-				return Placement{}, false, fmt.Errorf("--nodes: no node %q matches selector %q", name, o.Selector)
+				return Placement{}, false, &setting.Error{Name: "nodes", Value: strconv.Quote(name), Want: fmt.Sprintf("no node of that name matches selector %q", o.Selector)}
 			}
 			if why := unusable(n, o.TolerateTaints); why != "" {
-				return Placement{}, !NodeReady(n), fmt.Errorf("--nodes: node %s is not usable: %s", name, why)
+				return Placement{}, !NodeReady(n), &setting.Error{Name: "nodes", Value: name, Want: "node not usable: " + why}
 			}
 		}
 		return Placement{NodeA: o.Nodes[0], NodeB: o.Nodes[1], Nodes: o.Nodes}, false, nil

@@ -59,7 +59,7 @@ func TestPlaceExplicitNodes(t *testing.T) {
 		t.Errorf("explicit order: %+v %v", p, err)
 	}
 	for _, nodes := range [][]string{{"n1"}, {"n1", "nope"}, {"n1", "n3"}, {"n1", "n2", "n3"}} {
-		if _, _, err := c.place(ctx, PlacementOptions{Nodes: nodes}); err == nil || !strings.Contains(err.Error(), "--nodes") {
+		if _, _, err := c.place(ctx, PlacementOptions{Nodes: nodes}); err == nil || !strings.Contains(err.Error(), "nodes: ") {
 			t.Errorf("--nodes %v: %v", nodes, err)
 		}
 	}

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Defaults of a local cluster's settings.
@@ -57,18 +59,18 @@ func (c LocalConfig) WithDefaults() LocalConfig {
 }
 
 // Validate checks every setting as given (empty ones are refused: apply WithDefaults first)
-// and returns each problem as a *FieldError, joined.
+// and returns each problem as a *setting.Error, joined.
 func (c LocalConfig) Validate() error {
 	var errs []error
 	if err := CheckClusterName(c.Name); err != nil {
 		errs = append(errs, err)
 	}
 	if c.Nodes < 1 || c.Nodes > MaxNodes {
-		errs = append(errs, &FieldError{Field: "nodes", Value: strconv.Itoa(c.Nodes), Want: fmt.Sprintf("expected a whole number from 1 to %d", MaxNodes)})
+		errs = append(errs, &setting.Error{Name: "nodes", Value: strconv.Itoa(c.Nodes), Want: fmt.Sprintf("expected a whole number from 1 to %d", MaxNodes)})
 	}
 	dp, err := LookupDatapath(c.Datapath)
 	if err != nil {
-		errs = append(errs, &FieldError{Field: "datapath", Value: strconv.Quote(c.Datapath), Want: "expected one of " + strings.Join(DatapathNames(), ", ")})
+		errs = append(errs, &setting.Error{Name: "datapath", Value: strconv.Quote(c.Datapath), Want: "expected one of " + strings.Join(DatapathNames(), ", ")})
 	} else if err := checkProxyMode(dp, c.ProxyMode); err != nil {
 		errs = append(errs, err)
 	}
@@ -76,14 +78,14 @@ func (c LocalConfig) Validate() error {
 		errs = append(errs, err)
 	}
 	if !slices.Contains(CRIs(), c.CRI) {
-		errs = append(errs, &FieldError{Field: "cri", Value: strconv.Quote(c.CRI), Want: "expected one of " + strings.Join(CRIs(), ", ")})
+		errs = append(errs, &setting.Error{Name: "cri", Value: strconv.Quote(c.CRI), Want: "expected one of " + strings.Join(CRIs(), ", ")})
 	}
 	return errors.Join(errs...)
 }
 
 // checkProxyMode refuses a kube-proxy mode the datapath cannot run with.
 func checkProxyMode(dp Datapath, mode string) error {
-	fe := &FieldError{Field: "proxyMode", Value: strconv.Quote(mode)}
+	fe := &setting.Error{Name: "proxyMode", Value: strconv.Quote(mode)}
 	switch {
 	case dp.ReplacesKubeProxy && mode != ProxyNone:
 		fe.Want = fmt.Sprintf("datapath %s replaces kube-proxy; expected none (or leave it out)", dp.Name)
@@ -104,17 +106,6 @@ func CheckClusterName(name string) error {
 	if clusterNameRE.MatchString(name) {
 		return nil
 	}
-	return &FieldError{Field: "cluster", Value: strconv.Quote(name),
+	return &setting.Error{Name: "cluster", Value: strconv.Quote(name),
 		Want: "expected 1-11 characters of lowercase letters, digits and '-', starting and ending with a letter or digit"}
 }
-
-// FieldError is a setting refused: which one (its key in a suite's `local:` block), the
-// value as given and what was expected. The command line names the flag that set it instead.
-type FieldError struct {
-	Field string // e.g. "nodes", "proxyMode"
-	Value string // formatted: quoted when a string
-	Want  string // what was expected, or why the value cannot be
-}
-
-// Error reads "nodes: 0: expected a whole number from 1 to 50", as a suite names its fields.
-func (e *FieldError) Error() string { return e.Field + ": " + e.Value + ": " + e.Want }

@@ -1,7 +1,7 @@
 // Package lab is the vocabulary of cnibench's local clusters: the container runtime
 // interfaces, runtime handlers, kube-proxy modes, Kubernetes releases and datapaths a local
 // cluster can have, with the facts about each that a suite, the command line and the cluster
-// builder share. It depends on nothing else in cnibench, so the suite schema (and through it
+// builder share. It depends on nothing else in cnibench but internal/setting, so the suite schema (and through it
 // the reports) names what a local cluster is without compiling how one is built
 // (internal/cluster).
 package lab
@@ -11,6 +11,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Container runtime interfaces (CRIs) a local cluster can run on its nodes.
@@ -71,12 +73,12 @@ func KubernetesVersions() []string {
 	return []string{DefaultKubernetesVersion, "v1.34.2"}
 }
 
-// CheckKubernetesVersion refuses a release that is not selectable, as a *FieldError.
+// CheckKubernetesVersion refuses a release that is not selectable, as a *setting.Error.
 func CheckKubernetesVersion(version string) error {
 	if slices.Contains(KubernetesVersions(), version) {
 		return nil
 	}
-	return &FieldError{Field: "kubernetes", Value: strconv.Quote(version), Want: "expected one of " + strings.Join(KubernetesVersions(), ", ")}
+	return &setting.Error{Name: "kubernetes", Value: strconv.Quote(version), Want: "expected one of " + strings.Join(KubernetesVersions(), ", ")}
 }
 
 // MaxNodes bounds a local cluster's nodes: in the cluster's address plan node i has the

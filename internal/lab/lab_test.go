@@ -5,6 +5,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 func TestDatapathFacts(t *testing.T) {
@@ -72,9 +74,9 @@ func TestLocalConfigValidate(t *testing.T) {
 		cfg := ok
 		c.mod(&cfg)
 		err := cfg.Validate()
-		var fe *FieldError
+		var fe *setting.Error
 		if err == nil || !strings.Contains(err.Error(), c.want) || !errors.As(err, &fe) {
-			t.Errorf("%+v: %v, want a *FieldError containing %q", cfg, err, c.want)
+			t.Errorf("%+v: %v, want a *setting.Error containing %q", cfg, err, c.want)
 		}
 	}
 	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {

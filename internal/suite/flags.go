@@ -1,8 +1,10 @@
 package suite
 
 import (
-	"fmt"
+	"strconv"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // SetWarmup reads --warmup: a duration, or off for no warm-up round; "" keeps the suite's.
@@ -14,7 +16,7 @@ func (o *Overrides) SetWarmup(v string) error {
 	default:
 		d, err := time.ParseDuration(v)
 		if err != nil || d <= 0 {
-			return fmt.Errorf("--warmup %q: expected a duration such as 2s, or off", v)
+			return &setting.Error{Name: "warmup", Value: strconv.Quote(v), Want: "expected a duration such as 2s, or off"}
 		}
 		o.Warmup = d
 	}
@@ -31,7 +33,7 @@ func (o *Overrides) SetPrecision(v string) error {
 	default:
 		f, err := ParseFraction(v)
 		if err != nil || f <= 0 || f >= 1 {
-			return fmt.Errorf("--precision %q: expected a percentage above 0%% and below 100%%, e.g. 5%%, or off", v)
+			return &setting.Error{Name: "precision", Value: strconv.Quote(v), Want: "expected a percentage above 0% and below 100%, e.g. 5%, or off"}
 		}
 		o.Precision = f
 	}
@@ -46,7 +48,7 @@ func (o *Overrides) SetMargin(v string) error {
 	}
 	f, err := ParseFraction(v)
 	if err != nil || f <= 0 || f >= 0.5 {
-		return fmt.Errorf("--margin %q: expected a percentage above 0%% and below 50%%, e.g. 2%%", v)
+		return &setting.Error{Name: "margin", Value: strconv.Quote(v), Want: "expected a percentage above 0% and below 50%, e.g. 2%"}
 	}
 	o.Margin = f
 	return nil

@@ -1,10 +1,11 @@
 package suite
 
 import (
-	"fmt"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Overrides are command-line settings that replace parts of a suite.
@@ -151,21 +152,19 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	s.fillDefaults()
 	if err := s.Validate(); err != nil {
-		return Suite{}, flagNames(err)
+		return Suite{}, &InvalidError{Err: err}
 	}
 	return s, nil
 }
 
-// flagNames adds the flag spelling to suite field names, since a user may have set them either way.
-func flagNames(err error) error {
-	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs", "runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "margin:": "--margin", "pods:": "--pods"} {
-		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
-			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
-		}
-	}
-	return fmt.Errorf("%s", msg)
-}
+// InvalidError is a suite refused by its validation, after the overrides were applied: its
+// fields may have been set by the suite file or by the command line's flags.
+type InvalidError struct{ Err error }
+
+func (e *InvalidError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the validation's errors.
+func (e *InvalidError) Unwrap() error { return e.Err }
 
 // ClusterNameFor names the local cluster of a datapath in a side-by-side run; cluster names
 // are short (they name host links), datapath names need not be.
@@ -183,7 +182,7 @@ func ParsePairs(list string) ([]int, error) {
 	for _, f := range strings.Split(list, ",") {
 		n, err := strconv.Atoi(strings.TrimSpace(f))
 		if err != nil {
-			return nil, fmt.Errorf("--pairs: %q: expected a comma-separated list of pair counts such as 1,10,40", f)
+			return nil, &setting.Error{Name: "pairs", Value: strconv.Quote(f), Want: "expected a comma-separated list of pair counts such as 1,10,40"}
 		}
 		out = append(out, n)
 	}

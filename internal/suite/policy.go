@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // MaxExtraPolicies bounds networkPolicy.extra: enough for the scale the studies discuss, few
@@ -65,10 +67,10 @@ func ParseNetworkPolicies(list string) ([]NetworkPolicy, error) {
 	for _, s := range strings.Split(list, ",") {
 		p, err := ParseNetworkPolicy(s)
 		if err != nil {
-			return nil, fmt.Errorf("--network-policies: %w", err)
+			return nil, &setting.Error{Name: "networkPolicies", Err: err}
 		}
 		if seen[p] {
-			return nil, fmt.Errorf("--network-policies: %s is listed twice", p)
+			return nil, &setting.Error{Name: "networkPolicies", Value: p.String(), Want: "listed twice"}
 		}
 		seen[p] = true
 		out = append(out, p)
@@ -83,7 +85,7 @@ func withPolicyVariants(targets []Target, variants []NetworkPolicy) ([]Target, e
 	var out []Target
 	for _, t := range targets {
 		if t.Local == nil && len(variants) > 1 {
-			return nil, fmt.Errorf("--network-policies: target %s is a remote cluster, which can carry one variant per run (variants in one cluster would see each other's policies)", t.Name)
+			return nil, &setting.Error{Name: "networkPolicies", Want: fmt.Sprintf("target %s is a remote cluster, which can carry one variant per run (variants in one cluster would see each other's policies)", t.Name)}
 		}
 		for i, p := range variants {
 			v := t

@@ -27,7 +27,7 @@ func TestParseNetworkPolicies(t *testing.T) {
 		"allow+":         `"allow+": expected +N`,
 		"allow+-1":       `"allow+-1": expected +N`,
 		"allow+20000":    "N from 0 to 10000",
-		"allow,allow+0":  "allow is listed twice",
+		"allow,allow+0":  "allow: listed twice",
 		"none,,allow":    `"": expected none or allow`,
 		"allow+10,allow": "", // distinct variants are fine
 	} {
@@ -35,8 +35,8 @@ func TestParseNetworkPolicies(t *testing.T) {
 		switch {
 		case msg == "" && err != nil:
 			t.Errorf("%q: %v", in, err)
-		case msg != "" && (err == nil || !strings.Contains(err.Error(), msg) || !strings.HasPrefix(err.Error(), "--network-policies: ")):
-			t.Errorf("%q: error %v, want one naming --network-policies with %q", in, err, msg)
+		case msg != "" && (err == nil || !strings.Contains(err.Error(), msg) || !strings.HasPrefix(err.Error(), "networkPolicies: ")):
+			t.Errorf("%q: error %v, want one naming networkPolicies with %q", in, err, msg)
 		}
 	}
 }

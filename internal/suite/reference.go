@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Reference is a published study a suite reproduces: its setup in a line and the figures it
@@ -24,7 +25,7 @@ type Reference struct {
 // Faithful gives each workload of s the study's sample duration for its kind.
 func (s Suite) Faithful() (Suite, error) {
 	if s.Reference == nil || len(s.Reference.Durations) == 0 {
-		return s, fmt.Errorf("--faithful: the suite names no study durations (reference.durations, e.g. {tcp-stream: 30s})")
+		return s, &setting.Error{Name: "faithful", Want: "the suite names no study durations (reference.durations, e.g. {tcp-stream: 30s})"}
 	}
 	s.Workloads = slices.Clone(s.Workloads)
 	for i, w := range s.Workloads {

@@ -3,11 +3,13 @@ package suite
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 	"k8s.io/apimachinery/pkg/util/validation"
 )
 
@@ -78,13 +80,13 @@ func isGVisor(name string) bool { return name == lab.RuntimeRunsc || name == "gv
 func withCRIVariants(targets []Target, cris []string) ([]Target, error) {
 	for _, cri := range cris {
 		if !slices.Contains(lab.CRIs(), cri) {
-			return nil, fmt.Errorf("--cri: %q: expected one of %s", cri, strings.Join(lab.CRIs(), ", "))
+			return nil, &setting.Error{Name: "cri", Value: strconv.Quote(cri), Want: "expected one of " + strings.Join(lab.CRIs(), ", ")}
 		}
 	}
 	var out []Target
 	for _, t := range targets {
 		if t.Local == nil {
-			return nil, fmt.Errorf("--cri: target %s is a remote cluster, whose CRI is its own", t.Name)
+			return nil, &setting.Error{Name: "cri", Want: fmt.Sprintf("target %s is a remote cluster, whose CRI is its own", t.Name)}
 		}
 		for _, cri := range cris {
 			v, l := t, *t.Local

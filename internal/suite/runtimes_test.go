@@ -62,7 +62,7 @@ func TestRuntimesValidation(t *testing.T) {
 		t.Errorf("kata on a remote target: %v", err)
 	}
 	o, err := Resolve("", Overrides{Runtimes: []string{"runsc", "nope"}})
-	if err == nil || !strings.Contains(err.Error(), "--runtimes / runtimes[1]") {
+	if err == nil || !strings.Contains(err.Error(), `runtimes[1]: "nope"`) {
 		t.Errorf("--runtimes with an unknown handler: %v, %+v", err, o)
 	}
 }
@@ -87,7 +87,7 @@ workloads: [{kind: cpu}]
 	if err == nil || !strings.Contains(err.Error(), `targets[1].runtimes[0]: "crun": a local cluster with CRI crio offers runc`) {
 		t.Errorf("crun on CRI-O: %v", err)
 	}
-	if _, err := Resolve("", Overrides{CRIs: []string{"docker"}}); err == nil || !strings.Contains(err.Error(), `--cri: "docker": expected one of containerd, crio`) {
+	if _, err := Resolve("", Overrides{CRIs: []string{"docker"}}); err == nil || !strings.Contains(err.Error(), `cri: "docker": expected one of containerd, crio`) {
 		t.Errorf("--cri docker: %v", err)
 	}
 }

@@ -82,8 +82,9 @@ func TestResolveOverrides(t *testing.T) {
 	if len(s.Paths) != 1 || s.Repetitions != 7 || s.Duration.Duration != 2*time.Second {
 		t.Errorf("overrides not applied: %+v", s)
 	}
-	if _, err := Resolve("", Overrides{Repetitions: 1}); err == nil || !strings.Contains(err.Error(), "--repetitions") {
-		t.Errorf("a bad flag should be named as a flag: %v", err)
+	var invalid *InvalidError
+	if _, err := Resolve("", Overrides{Repetitions: 1}); !errors.As(err, &invalid) || !strings.Contains(err.Error(), "repetitions: expected 2-1000") {
+		t.Errorf("a bad flag should be refused as the suite field it sets (the command line names the flag too): %v", err)
 	}
 	l, err := Resolve("", Overrides{Datapath: "bridge", ProxyMode: "iptables", LocalCluster: "lab"})
 	if err != nil || l.Targets[0].Local.ProxyMode != "iptables" || l.Targets[0].Local.Name != "lab" {
@@ -135,7 +136,7 @@ func TestPairsDimension(t *testing.T) {
 			t.Errorf("%q: err = %v, want %q", yaml, err, want)
 		}
 	}
-	if _, err := ParsePairs("1,x"); err == nil || !strings.Contains(err.Error(), "--pairs") {
+	if _, err := ParsePairs("1,x"); err == nil || !strings.Contains(err.Error(), `pairs: "x": expected`) {
 		t.Errorf("ParsePairs: %v", err)
 	}
 	o, err := Resolve("", Overrides{Pairs: []int{2, 4}})
@@ -416,7 +417,8 @@ func TestReferenceFollowsTheFlags(t *testing.T) {
 	}
 }
 
-// The run command's string flags name themselves and what they expect when they are wrong.
+// The run command's string flags name their setting and what they expect when they are wrong
+// (the command line names the flag).
 func TestSettingFlags(t *testing.T) {
 	var o Overrides
 	if err := errors.Join(o.SetWarmup("off"), o.SetPrecision("3%"), o.SetMargin("1%")); err != nil || !o.NoWarmup || o.Precision != 0.03 || o.Margin != 0.01 {
@@ -429,18 +431,19 @@ func TestSettingFlags(t *testing.T) {
 		err  error
 		want string
 	}{
-		{o.SetWarmup("soon"), `--warmup "soon": expected a duration such as 2s, or off`},
-		{o.SetWarmup("-1s"), `--warmup "-1s"`},
-		{o.SetPrecision("100%"), `--precision "100%": expected a percentage above 0% and below 100%`},
-		{o.SetMargin("off"), `--margin "off": expected a percentage above 0% and below 50%`},
-		{o.SetMargin("60%"), `--margin "60%"`},
+		{o.SetWarmup("soon"), `warmup: "soon": expected a duration such as 2s, or off`},
+		{o.SetWarmup("-1s"), `warmup: "-1s"`},
+		{o.SetPrecision("100%"), `precision: "100%": expected a percentage above 0% and below 100%`},
+		{o.SetMargin("off"), `margin: "off": expected a percentage above 0% and below 50%`},
+		{o.SetMargin("60%"), `margin: "60%"`},
 	} {
 		if c.err == nil || !strings.Contains(c.err.Error(), c.want) {
 			t.Errorf("error %v, want %q", c.err, c.want)
 		}
 	}
-	// A margin without precision names the flag that brought it.
-	if _, err := Resolve("", Overrides{Precision: -1, Margin: 0.02}); err == nil || !strings.Contains(err.Error(), "--margin") {
+	// A margin without precision is a suite refused (the command line adds the flag's name).
+	var invalid *InvalidError
+	if _, err := Resolve("", Overrides{Precision: -1, Margin: 0.02}); !errors.As(err, &invalid) || !strings.HasPrefix(err.Error(), "margin:") {
 		t.Errorf("--margin with --precision off: %v", err)
 	}
 }
