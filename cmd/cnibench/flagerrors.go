@@ -15,16 +15,17 @@ import (
 // the settings the library refused.
 func executeCommand(ctx context.Context, root *cobra.Command) error {
 	cmd, err := root.ExecuteContextC(ctx)
-	return withSuiteFlags(asFlags(err, flagOf(cmd)))
+	var invalid *suite.InvalidError
+	if errors.As(err, &invalid) {
+		// A refused suite places its settings by their field paths (targets[0].local.nodes).
+		return withSuiteFlags(err)
+	}
+	return asFlags(err, flagOf(cmd))
 }
 
 // withSuiteFlags adds their flags to the suite fields a refused suite names, since the user may
 // have set them either way: "--repetitions / repetitions: expected at least 1".
 func withSuiteFlags(err error) error {
-	var invalid *suite.InvalidError
-	if !errors.As(err, &invalid) {
-		return err
-	}
 	msg := err.Error()
 	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs",
 		"runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "margin:": "--margin", "pods:": "--pods"} {

@@ -1,8 +1,12 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
+	"io"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -105,7 +109,19 @@ func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	if !strings.Contains(got.Error(), "--margin / margin:") || !strings.Contains(got.Error(), "--repetitions / repetitions:") || !errors.As(got, &invalid) {
 		t.Errorf("got %v", got)
 	}
-	if other := errors.New("margin: x"); withSuiteFlags(other) != other {
-		t.Error("only a refused suite is rewritten")
+	// Through the command line: a suite file's local block keeps its field paths.
+	file := filepath.Join(t.TempDir(), "bad.yaml")
+	if err := os.WriteFile(file, []byte("targets: [{name: a, local: {cluster: X, nodes: 60}}]\nrepetitions: 1\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	root := newRootCommand()
+	root.SetArgs([]string{"run", "-f", file})
+	root.SetOut(io.Discard)
+	root.SetErr(io.Discard)
+	err = executeCommand(context.Background(), root)
+	for _, want := range []string{`targets[0].local.cluster: "X": expected`, "targets[0].local.nodes: 60: expected", "--repetitions / repetitions:"} {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("run -f with a bad suite: %v, want %q", err, want)
+		}
 	}
 }

@@ -152,13 +152,13 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	s.fillDefaults()
 	if err := s.Validate(); err != nil {
-		return Suite{}, &InvalidError{Err: err}
+		return Suite{}, err
 	}
 	return s, nil
 }
 
-// InvalidError is a suite refused by its validation, after the overrides were applied: its
-// fields may have been set by the suite file or by the command line's flags.
+// InvalidError is a suite refused by its validation (Validate): its fields may have been set
+// by the suite file or, through Resolve, by the command line's flags.
 type InvalidError struct{ Err error }
 
 func (e *InvalidError) Error() string { return e.Err.Error() }

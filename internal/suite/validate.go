@@ -12,7 +12,8 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 )
 
-// Validate checks the whole suite; every error names its field and the expected value.
+// Validate checks the whole suite; every error names its field and the expected value. A
+// refused suite is an *InvalidError.
 func (s Suite) Validate() error {
 	var errs []error
 	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
@@ -119,7 +120,10 @@ func (s Suite) Validate() error {
 	if s.Budget.Duration < 0 || (s.Budget.Duration > 0 && s.Precision == 0) {
 		add("budget: expected a positive duration, and only with precision (it bounds the rounds precision adds), got %s", s.Budget)
 	}
-	return errors.Join(errs...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{Err: errors.Join(errs...)}
 }
 
 // Engine converts a suite workload to the engine's form for a sample of duration d.
