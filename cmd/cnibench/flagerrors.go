@@ -24,7 +24,8 @@ func executeCommand(ctx context.Context, root *cobra.Command) error {
 }
 
 // withSuiteFlags adds their flags to the suite fields a refused suite names, since the user may
-// have set them either way: "--repetitions / repetitions: expected at least 1".
+// have set them either way: "--repetitions / repetitions: expected at least 1",
+// "targets[0].local.proxyMode (--proxy-mode): ...".
 func withSuiteFlags(err error) error {
 	msg := err.Error()
 	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs",
@@ -32,6 +33,9 @@ func withSuiteFlags(err error) error {
 		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
 			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
 		}
+	}
+	for field, flag := range map[string]string{"datapath": "--datapath", "proxyMode": "--proxy-mode", "kubernetes": "--kubernetes-version", "cluster": "--cluster", "cri": "--cri"} {
+		msg = strings.ReplaceAll(msg, ".local."+field+": ", ".local."+field+" ("+flag+"): ")
 	}
 	return &flagError{msg: msg, cause: err}
 }

@@ -119,7 +119,7 @@ func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	err = executeCommand(context.Background(), root)
-	for _, want := range []string{`targets[0].local.cluster: "X": expected`, "targets[0].local.nodes: 60: expected", "--repetitions / repetitions:"} {
+	for _, want := range []string{`targets[0].local.cluster (--cluster): "X": expected`, "targets[0].local.nodes: 60: expected", "--repetitions / repetitions:"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("run -f with a bad suite: %v, want %q", err, want)
 		}
