@@ -100,8 +100,8 @@ func TestTakeDetectsHostObjects(t *testing.T) {
 
 // withoutOthersProcesses drops the processes this test did not start: `go test ./...` runs
 // other packages' tests beside it, whose servers and clients (a PostgreSQL backend of the
-// store's tests, a sockperf) come and go with cnibench in their command lines. Every other
-// kind of object here is the host's alone while this test runs.
+// store's tests, a sockperf) come and go with cnibench in their command lines. Any other kind
+// of object left behind still fails this test, whichever test made it.
 func withoutOthersProcesses(diff []string) []string {
 	var out []string
 	for _, line := range diff {
