@@ -28,9 +28,10 @@ func newClusterCommand() *cobra.Command {
 func newClusterCreateCommand() *cobra.Command {
 	o := cluster.Options{}
 	cmd := &cobra.Command{
-		Use:   "create",
-		Short: "Create a local cluster: real kube-apiserver, kubelets, kube-proxy, containerd, CoreDNS",
-		Args:  cobra.NoArgs,
+		Use:         "create",
+		Short:       "Create a local cluster: real kube-apiserver, kubelets, kube-proxy, containerd, CoreDNS",
+		Args:        cobra.NoArgs,
+		Annotations: settingFlags(map[string]string{"cluster": "name", "kubernetes": "kubernetes-version"}),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			o.Out = cmd.OutOrStdout()
 			o.Layout = cluster.DefaultLayout()
@@ -66,9 +67,10 @@ type deleteOptions struct {
 func newClusterDeleteCommand() *cobra.Command {
 	o := deleteOptions{}
 	cmd := &cobra.Command{
-		Use:   "delete",
-		Short: "Delete a local cluster and every host object it created",
-		Args:  cobra.NoArgs,
+		Use:         "delete",
+		Short:       "Delete a local cluster and every host object it created",
+		Args:        cobra.NoArgs,
+		Annotations: settingFlags(map[string]string{"cluster": "name"}),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			layout := cluster.DefaultLayout()
 			if o.all {

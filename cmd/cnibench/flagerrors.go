@@ -41,24 +41,33 @@ func withSuiteFlags(err error) error {
 }
 
 // flagOf names the flag of cmd that sets a setting the library refused, or "" when none of
-// its flags does. A setting's flag is its name in kebab case (proxyMode: --proxy-mode), but
-// where a command calls it otherwise.
+// its flags does. A setting's flag is its name in kebab case (proxyMode: --proxy-mode), unless
+// the command calls it otherwise (settingFlags).
 func flagOf(cmd *cobra.Command) func(name string) string {
 	return func(name string) string {
-		flag := kebab(name)
-		if cmd.CommandPath() == "cnibench cluster create" || cmd.CommandPath() == "cnibench cluster delete" {
-			switch name {
-			case "cluster":
-				flag = "name"
-			case "kubernetes":
-				flag = "kubernetes-version"
-			}
+		flag, ok := cmd.Annotations[settingAnnotation+name]
+		if !ok {
+			flag = kebab(name)
 		}
 		if cmd.Flag(flag) == nil { // its own or inherited
 			return ""
 		}
 		return "--" + flag
 	}
+}
+
+// settingAnnotation prefixes a command's annotations that name the flag of a setting whose flag
+// is not its name in kebab case.
+const settingAnnotation = "cnibench.setting."
+
+// settingFlags are a command's annotations naming, for each setting, the flag that sets it
+// where that is not the setting's name in kebab case (cluster create's --name sets cluster).
+func settingFlags(flags map[string]string) map[string]string {
+	out := map[string]string{}
+	for setting, flag := range flags {
+		out[settingAnnotation+setting] = flag
+	}
+	return out
 }
 
 // kebab turns a setting's name into a flag's: networkPolicies becomes network-policies.

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/spf13/cobra"
+
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -62,6 +64,16 @@ func TestClusterErrorsNameTheFlags(t *testing.T) {
 		if got := flagOf(run)(name); got != want {
 			t.Errorf("run's flag for %s: %q, want %q", name, got, want)
 		}
+	}
+	// As a kubectl plugin the commands' paths read "kubectl cnibench ...": the flags stay.
+	plugin := newRootCommand()
+	plugin.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cnibench"}
+	create, _, err = plugin.Find([]string{"cluster", "create"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := flagOf(create)("kubernetes"); got != "--kubernetes-version" {
+		t.Errorf("the plugin's cluster create names kubernetes %q", got)
 	}
 }
 
