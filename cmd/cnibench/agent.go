@@ -174,8 +174,13 @@ then before each egress sample asks it which source address the pod's connection
 Every request must carry the token in --token-file (a new random one is written there, mode
 0600, when the file does not exist): give the run that file (--external-token-file, or the
 target's external.tokenFile). Servers stop when the run says so, when the agent ends, and after
---idle-timeout without a request, so that a run that died leaves nothing running. The API is
-plain HTTP: listen on a network you trust.`,
+--idle-timeout without a request, so that a run that died leaves nothing running.
+
+With --tls-cert and --tls-key the API is HTTPS: give the run the certificate of the CA that
+signed it (--external-ca-file, or the target's external.caFile); the certificate must name every
+address the run reaches the agent by (external.address and external.gatewayAddress). Without
+them the API is plain HTTP, and the token crosses the network in the clear: listen on a network
+you trust.`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			token, created, err := external.TokenFile(tokenFile)
@@ -194,7 +199,10 @@ plain HTTP: listen on a network you trust.`,
 	f.StringVar(&tokenFile, "token-file", "", "file holding the token every request must carry; made, with a new random token, when missing (required)")
 	f.DurationVar(&o.IdleTimeout, "idle-timeout", external.DefaultIdleTimeout, "stop every server after this long without a request")
 	f.IntVar(&o.MaxServers, "max-servers", external.DefaultMaxServers, "servers alive at once, at most")
+	f.StringVar(&o.TLSCert, "tls-cert", "", "PEM certificate to serve HTTPS with (with --tls-key)")
+	f.StringVar(&o.TLSKey, "tls-key", "", "PEM private key of --tls-cert")
 	_ = cmd.MarkFlagRequired("token-file")
+	cmd.MarkFlagsRequiredTogether("tls-cert", "tls-key")
 	return cmd
 }
 
@@ -217,13 +225,21 @@ func newAgentWhoAmICommand() *cobra.Command {
 	return cmd
 }
 
-// externalAgentFlags binds the address and token of the external agent a command talks to.
+// externalAgentFlags binds the address, token and CA of the external agent a command talks to.
 func externalAgentFlags(cmd *cobra.Command, a *external.Agent) {
 	cmd.Flags().StringVar(&a.Control, "server", "", "host:port of the external agent (required)")
 	cmd.Flags().StringVar(&a.Token, "token", "", "the token the agent was started with (required)")
+	cmd.Flags().Var((*textBytes)(&a.CA), "ca-cert", "PEM text (not a file: a pod has none) of the CA that signed the agent's TLS certificate; set, the agent is reached over HTTPS")
 	_ = cmd.MarkFlagRequired("server")
 	_ = cmd.MarkFlagRequired("token")
 }
+
+// textBytes is a flag whose text is kept as bytes, as given.
+type textBytes []byte
+
+func (b *textBytes) String() string     { return string(*b) }
+func (b *textBytes) Set(v string) error { *b = []byte(v); return nil }
+func (b *textBytes) Type() string       { return "text" }
 
 func newAgentExternalServersCommand() *cobra.Command {
 	var a external.Agent

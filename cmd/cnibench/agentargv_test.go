@@ -26,8 +26,12 @@ func TestAgentArgvParses(t *testing.T) {
 		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Start: []string{"tcp-stream/1=0", "tcp-rr/64B=0"}},
 		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Stop: true},
 		agentcmd.WhoAmICmd{Server: "10.9.0.2:7900", Token: "t0k"},
+		agentcmd.WhoAmICmd{Server: "10.9.0.2:7900", Token: "t0k", CA: "-----BEGIN CERTIFICATE-----\nMIIB\n-----END CERTIFICATE-----\n"},
+		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", CA: "PEM", Stop: true},
 		agentcmd.NameServerCmd{Port: 8080},
 		agentcmd.ServeCmd{Self: "/usr/local/bin/cnibench", Listen: "0.0.0.0:7900", TokenFile: "/var/lib/cnibench/clusters/a/external-token"},
+		agentcmd.ServeCmd{Self: "/usr/local/bin/cnibench", Listen: "0.0.0.0:7900", TokenFile: "/var/lib/cnibench/clusters/a/external-token",
+			TLSCert: "/var/lib/cnibench/clusters/a/pki/external-agent.crt", TLSKey: "/var/lib/cnibench/clusters/a/pki/external-agent.key"},
 	}
 	for _, argv := range cmdsArgv(cmds) {
 		parseAgentArgv(t, argv)

@@ -177,38 +177,55 @@ type HTTPGetCmd struct{ URL, Host string }
 func (c HTTPGetCmd) Argv() []string { return argv(HTTPGet, "--url", c.URL, "--host", c.Host) }
 
 // ServeCmd runs the external host's agent, listening on Listen (host:port), with the token
-// in TokenFile (made there when missing). Self is the path of the cnibench binary on the host
-// (not in an image, so not on PATH).
-type ServeCmd struct{ Self, Listen, TokenFile string }
+// in TokenFile (made there when missing) and, when TLSCert and TLSKey are set, serving HTTPS
+// with them. Self is the path of the cnibench binary on the host (not in an image, so not on
+// PATH).
+type ServeCmd struct{ Self, Listen, TokenFile, TLSCert, TLSKey string }
 
 // Argv implements Command.
 func (c ServeCmd) Argv() []string {
-	return []string{c.Self, Group, Serve, "--listen", c.Listen, "--token-file", c.TokenFile}
+	a := []string{c.Self, Group, Serve, "--listen", c.Listen, "--token-file", c.TokenFile}
+	if c.TLSCert != "" {
+		a = append(a, "--tls-cert", c.TLSCert, "--tls-key", c.TLSKey)
+	}
+	return a
 }
 
 // WhoAmICmd asks the external agent at Server (host:port) which source address it sees,
-// presenting Token.
-type WhoAmICmd struct{ Server, Token string }
+// presenting Token; CA, when set, is the PEM certificate of the CA the agent's TLS certificate
+// must be signed by.
+type WhoAmICmd struct{ Server, Token, CA string }
 
 // Argv implements Command.
-func (c WhoAmICmd) Argv() []string { return argv(WhoAmI, "--server", c.Server, "--token", c.Token) }
+func (c WhoAmICmd) Argv() []string {
+	return withCA(argv(WhoAmI, "--server", c.Server, "--token", c.Token), c.CA)
+}
 
-// ExternalServersCmd asks the external agent at Server, presenting Token, to start servers
-// (Start: WORKLOAD=PORT, port 0 for one it picks) or to Stop every one.
+// ExternalServersCmd asks the external agent at Server, presenting Token (and trusting CA, as
+// WhoAmICmd), to start servers (Start: WORKLOAD=PORT, port 0 for one it picks) or to Stop
+// every one.
 type ExternalServersCmd struct {
-	Server, Token string
-	Start         []string
-	Stop          bool
+	Server, Token, CA string
+	Start             []string
+	Stop              bool
 }
 
 // Argv implements Command.
 func (c ExternalServersCmd) Argv() []string {
-	a := argv(ExternalServers, "--server", c.Server, "--token", c.Token)
+	a := withCA(argv(ExternalServers, "--server", c.Server, "--token", c.Token), c.CA)
 	for _, s := range c.Start {
 		a = append(a, "--start", s)
 	}
 	if c.Stop {
 		a = append(a, "--stop")
+	}
+	return a
+}
+
+// withCA adds the agent's CA, as PEM text: a client pod has no file of it.
+func withCA(a []string, ca string) []string {
+	if ca != "" {
+		a = append(a, "--ca-cert", ca)
 	}
 	return a
 }

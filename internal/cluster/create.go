@@ -34,6 +34,9 @@ type Options struct {
 	// GatewayAPI gives the cluster the Gateway API split: the CRDs installed, Traefik and k6 in
 	// the tools image (built on first use). Without it the tools image stays half the size.
 	GatewayAPI bool
+	// Registry gives the cluster a lab registry on its external host (Spec.Registry), which
+	// the containerd nodes trust and pull from.
+	Registry bool
 	// RuntimeOnDisk keeps each containerd node's image store on the host's disk instead of a
 	// tmpfs (340 MB of memory a node with the default images; see mountRuntimeStorage).
 	RuntimeOnDisk bool
@@ -67,6 +70,8 @@ type creator struct {
 	archives []string
 	// gatewayAPI: the cluster gets the Gateway API split (Options.GatewayAPI).
 	gatewayAPI bool
+	// registry says the cluster gets a lab registry.
+	registry bool
 
 	mu      sync.Mutex
 	daemons []*running
@@ -84,6 +89,11 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	dp, err := datapath.Lookup(o.Datapath)
 	if err != nil {
 		return nil, err
+	}
+	if o.Registry && o.CRI == lab.CRICrio {
+		// CRI-O finds a registry's CA only in host-wide directories (/etc/containers/certs.d),
+		// which the lab must not write.
+		return nil, &setting.Error{Name: "registry", Value: "true", Want: "expected containerd nodes (cri: containerd): CRI-O nodes cannot trust the lab registry's CA without a host-wide file"}
 	}
 	if o.Wait <= 0 {
 		return nil, &setting.Error{Name: "wait", Value: o.Wait.String(), Want: "expected a positive duration such as 3m"}
@@ -123,7 +133,7 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI}
+	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI, registry: o.Registry}
 	c.log = progress.New(o.Out, c.began)
 	if c.spec, err = reserve(o, cg.String()); err != nil {
 		return err
@@ -165,6 +175,7 @@ func (c *creator) build(ctx context.Context) error {
 		{"installing CoreDNS and a RuntimeClass per runtime handler", c.installAddons},
 		{"waiting for CoreDNS", c.waitCoreDNS},
 		{"starting the external host and the egress gateway", c.setupExternal},
+		{"starting the lab registry", c.setupRegistry},
 		{"installing the Gateway API", c.installGatewayAPI},
 	}
 	for _, st := range steps {

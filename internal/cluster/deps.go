@@ -64,6 +64,11 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		}
 		comps = append(comps, gw...)
 	}
+	reg, err := registryComponents(o.Registry)
+	if err != nil {
+		return err
+	}
+	comps = append(comps, reg...)
 	if _, err := os.Stat(o.Cache.Path(binaries.PauseBinary)); err != nil {
 		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
 	}

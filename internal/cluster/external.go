@@ -123,8 +123,15 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	if _, _, err := external.TokenFile(tokenFile); err != nil {
 		return fmt.Errorf("the external host's agent: %w", err)
 	}
+	// Runs reach the agent over HTTPS, as a user's agent should be reached, so the egress
+	// tests cover that path; the certificate names every address a run reaches it by.
+	cert, key, err := c.issueCert(externalCert, p.ExternalIP(), p.ExternalViaGatewayIP(), net.IPv4(127, 0, 0, 1))
+	if err != nil {
+		return fmt.Errorf("the external host's agent: %w", err)
+	}
 	r, err := c.start(ctx, daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
-		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort)), TokenFile: tokenFile}.Argv()})
+		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort)),
+			TokenFile: tokenFile, TLSCert: cert, TLSKey: key}.Argv()})
 	if err != nil {
 		return err
 	}

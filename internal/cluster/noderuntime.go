@@ -68,7 +68,10 @@ func (c *creator) startContainerd(ctx context.Context, i int) error {
 	if err != nil {
 		return err
 	}
-	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, runtimes)
+	if err := c.writeRegistryHosts(i); err != nil {
+		return err
+	}
+	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, runtimes, c.certsDir(i))
 	confPath := filepath.Join(dir, "containerd.toml")
 	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
 		return fmt.Errorf("write containerd config of node %d: %w", i, err)
@@ -125,8 +128,9 @@ const kubeletMounts = kubeletSysctlMounts + `mount -t tmpfs -o mode=0755 cnb-kub
 
 // containerdConfig renders a containerd 2.x config that keeps every path inside the node's
 // directory and disables the plugins that would write to host-wide locations; runtimes is the
-// handlers' table entries (runtimeSections).
-func containerdConfig(dir, socket, cniBin, pause, runtimes string) string {
+// handlers' table entries (runtimeSections); certs is the registries' configuration
+// (hosts.toml files), which replaces the host's /etc/containerd/certs.d.
+func containerdConfig(dir, socket, cniBin, pause, runtimes, certs string) string {
 	return fmt.Sprintf(`version = 3
 root = %[1]q
 state = %[2]q
@@ -139,6 +143,8 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri",
   snapshotter = "overlayfs"
   [plugins."io.containerd.cri.v1.images".pinned_images]
     sandbox = %[5]q
+  [plugins."io.containerd.cri.v1.images".registry]
+    config_path = %[8]q
 
 [plugins."io.containerd.cri.v1.runtime"]
   # Lowering a container's oom_score_adj needs CAP_SYS_RESOURCE, which root lacks here.
@@ -158,7 +164,7 @@ disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri",
 [plugins."io.containerd.grpc.v1.cri"]
   stream_server_address = "127.0.0.1"
 `, filepath.Join(dir, "containerd", "root"), filepath.Join(dir, "containerd", "state"), socket,
-		cniBin, pause, filepath.Join(dir, "cni", "net.d"), runtimes)
+		cniBin, pause, filepath.Join(dir, "cni", "net.d"), runtimes, certs)
 }
 
 // findBundle sets $bundle from an OCI runtime's command line (create and run name it), for the

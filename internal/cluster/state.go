@@ -44,6 +44,8 @@ type Spec struct {
 	HasExternal bool `json:"external,omitempty"`
 	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
 	GatewayAPI bool `json:"gatewayAPI,omitempty"`
+	// HasRegistry says the cluster has a lab registry on its external host (Registry).
+	HasRegistry bool `json:"registry,omitempty"`
 	// ImageStore is where the nodes' runtime keeps images and container layers:
 	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
 	ImageStore string    `json:"imageStore,omitempty"`
@@ -120,6 +122,13 @@ func (l Layout) Kubeconfig(name string) string { return filepath.Join(l.Dir(name
 func (l Layout) ExternalTokenFile(name string) string {
 	return filepath.Join(l.Dir(name), "external-token")
 }
+
+// ExternalCAFile is the CA that signed the TLS certificate of the cluster's external agent:
+// runs trust it alone. It is the cluster's own CA.
+func (l Layout) ExternalCAFile(name string) string { return filepath.Join(l.pkiDir(name), "ca.crt") }
+
+// externalCert is the base name of the external agent's certificate and key in the PKI dir.
+const externalCert = "external-agent"
 
 // LogDir holds the daemons' logs.
 func (l Layout) LogDir(name string) string { return filepath.Join(l.Dir(name), "logs") }

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"crypto/rand"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/hex"
 	"encoding/json"
 	"errors"
@@ -20,37 +22,59 @@ import (
 	"github.com/cnibench/cnibench/internal/setting"
 )
 
-// Agent is how a client reaches an external agent: its control address (host:port) and the
-// token it was started with.
+// Agent is how a client reaches an external agent: its control address (host:port), the
+// token it was started with and, when it serves TLS, the PEM certificate of the CA that signed
+// its certificate (the only CA trusted).
 type Agent struct {
 	Control string
 	Token   string
+	CA      []byte
 }
 
 // externalClient is the HTTP client of the commands that talk to an external agent: short
-// timeouts, and never a proxy (the agent is on the lab's own network).
-func externalClient() *http.Client {
-	return &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{Proxy: nil}}
+// timeouts, never a proxy (the agent is on the lab's own network), and with roots, TLS that
+// trusts those alone.
+func externalClient(roots *x509.CertPool) *http.Client {
+	t := &http.Transport{Proxy: nil}
+	if roots != nil {
+		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
+	}
+	return &http.Client{Timeout: 30 * time.Second, Transport: t}
 }
 
-// request builds an authenticated request to the agent.
-func (a Agent) request(ctx context.Context, method, path string, body io.Reader) (*http.Request, error) {
-	req, err := http.NewRequestWithContext(ctx, method, "http://"+a.Control+path, body)
+// client is the HTTP client that reaches a, and the URL scheme it speaks.
+func (a Agent) client() (*http.Client, string, error) {
+	if len(a.CA) == 0 {
+		return externalClient(nil), "http", nil
+	}
+	roots := x509.NewCertPool()
+	if !roots.AppendCertsFromPEM(a.CA) {
+		return nil, "", &setting.Error{Name: "ca-cert", Want: "expected a PEM certificate of the CA that signed the agent's"}
+	}
+	return externalClient(roots), "https", nil
+}
+
+// call sends an authenticated request to the agent and returns the body of a 200 answer.
+func (a Agent) call(ctx context.Context, method, path string, body io.Reader) (string, error) {
+	client, scheme, err := a.client()
 	if err != nil {
-		return nil, &setting.Error{Name: "server", Value: strconv.Quote(a.Control), Err: err}
+		return "", err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, scheme+"://"+a.Control+path, body)
+	if err != nil {
+		return "", &setting.Error{Name: "server", Value: strconv.Quote(a.Control), Err: err}
 	}
 	req.Header.Set("Authorization", "Bearer "+a.Token)
-	return req, nil
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return do(client, req)
 }
 
 // WhoAmI asks the agent which address the connection came from: the source after every SNAT
 // on the way.
 func (a Agent) WhoAmI(ctx context.Context) (string, error) {
-	req, err := a.request(ctx, http.MethodGet, "/whoami", nil)
-	if err != nil {
-		return "", err
-	}
-	body, err := do(req)
+	body, err := a.call(ctx, http.MethodGet, "/whoami", nil)
 	if err != nil {
 		return "", fmt.Errorf("ask %s for the source address: %w", a.Control, err)
 	}
@@ -65,12 +89,7 @@ func (a Agent) WhoAmI(ctx context.Context) (string, error) {
 // asking for port 0 gets one the agent picked.
 func (a Agent) StartServers(ctx context.Context, servers []Server) ([]Server, error) {
 	body, _ := json.Marshal(servers)
-	req, err := a.request(ctx, http.MethodPost, "/servers", bytes.NewReader(body))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	resp, err := do(req)
+	resp, err := a.call(ctx, http.MethodPost, "/servers", bytes.NewReader(body))
 	if err != nil {
 		return nil, fmt.Errorf("start servers on the external host %s: %w", a.Control, err)
 	}
@@ -83,11 +102,7 @@ func (a Agent) StartServers(ctx context.Context, servers []Server) ([]Server, er
 
 // StopServers asks the agent to stop every server.
 func (a Agent) StopServers(ctx context.Context) error {
-	req, err := a.request(ctx, http.MethodDelete, "/servers", nil)
-	if err != nil {
-		return err
-	}
-	if _, err := do(req); err != nil {
+	if _, err := a.call(ctx, http.MethodDelete, "/servers", nil); err != nil {
 		return fmt.Errorf("stop servers on the external host %s: %w", a.Control, err)
 	}
 	return nil
@@ -103,7 +118,7 @@ func Get(ctx context.Context, url, host string) (string, error) {
 	if host != "" {
 		req.Host = host
 	}
-	body, err := do(req)
+	body, err := do(externalClient(nil), req)
 	if err != nil {
 		return "", fmt.Errorf("GET %s (Host %s): %w", url, host, err)
 	}
@@ -111,8 +126,8 @@ func Get(ctx context.Context, url, host string) (string, error) {
 }
 
 // do sends req and returns the body of a 200 answer, or an error carrying the server's message.
-func do(req *http.Request) (string, error) {
-	resp, err := externalClient().Do(req)
+func do(client *http.Client, req *http.Request) (string, error) {
+	resp, err := client.Do(req)
 	if err != nil {
 		return "", err
 	}

@@ -10,11 +10,13 @@ import (
 	"cmp"
 	"context"
 	"crypto/subtle"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
+	"log"
 	"net"
 	"net/http"
 	"os"
@@ -53,6 +55,10 @@ type ServeOptions struct {
 	IdleTimeout time.Duration
 	// MaxServers bounds the servers alive at once; 0 means DefaultMaxServers.
 	MaxServers int
+	// TLSCert and TLSKey are PEM files of the agent's certificate and key: given, the API is
+	// HTTPS (TLS 1.2 or newer), and clients must trust the CA that signed the certificate.
+	// Without them it is plain HTTP, whose token anyone on the path can read.
+	TLSCert, TLSKey string
 }
 
 // Defaults of ServeOptions. A run asks the agent for the source address before every egress
@@ -93,15 +99,25 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	}
 	o.IdleTimeout = cmp.Or(o.IdleTimeout, DefaultIdleTimeout)
 	o.MaxServers = cmp.Or(o.MaxServers, DefaultMaxServers)
+	tlsConfig, err := o.tlsConfig()
+	if err != nil {
+		return err
+	}
 	ln, err := net.Listen("tcp", o.Listen)
 	if err != nil {
 		return &setting.Error{Name: "listen", Value: o.Listen, Err: err}
 	}
+	scheme := "http"
+	if tlsConfig != nil {
+		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
+	}
 	m := &serverSet{self: o.Self, log: o.Log, byPort: map[int]*child{}, next: firstFreePort, max: o.MaxServers}
 	m.touch()
 	defer m.stopAll()
-	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: 10 * time.Second}
-	fmt.Fprintf(o.Log, "external agent listening on %s (servers stop after %s without a request)\n", ln.Addr(), o.IdleTimeout)
+	// The server's own errors (a client refusing the certificate, plain HTTP to TLS) are the
+	// operator's to see, beside the agent's other lines.
+	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(o.Log, "", 0)}
+	fmt.Fprintf(o.Log, "external agent listening on %s://%s (servers stop after %s without a request)\n", scheme, ln.Addr(), o.IdleTimeout)
 	go m.expire(ctx, o.IdleTimeout)
 	go func() {
 		<-ctx.Done()
@@ -113,6 +129,23 @@ func Serve(ctx context.Context, o ServeOptions) error {
 		return err
 	}
 	return nil
+}
+
+// tlsConfig loads the agent's certificate, or returns nil for plain HTTP.
+func (o ServeOptions) tlsConfig() (*tls.Config, error) {
+	switch {
+	case o.TLSCert == "" && o.TLSKey == "":
+		return nil, nil
+	case o.TLSCert == "":
+		return nil, &setting.Error{Name: "tls-cert", Want: "expected the certificate of the key given by tls-key"}
+	case o.TLSKey == "":
+		return nil, &setting.Error{Name: "tls-key", Want: "expected the key of the certificate given by tls-cert"}
+	}
+	pair, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	if err != nil {
+		return nil, &setting.Error{Name: "tls-cert", Value: o.TLSCert, Err: err}
+	}
+	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }
 
 // routes is the control API, every route behind the token.

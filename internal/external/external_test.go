@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/cluster/pki"
 )
 
 // freeAddr returns a loopback address nothing listens on.
@@ -258,5 +260,81 @@ func TestTokenFileIsMadeOnceAndKept(t *testing.T) {
 	_ = os.WriteFile(empty, []byte("\n"), 0o600)
 	if _, _, err := TokenFile(empty); err == nil || !strings.Contains(err.Error(), "empty") {
 		t.Errorf("empty token file: %v", err)
+	}
+}
+
+// tlsAgent starts an agent serving a certificate for 127.0.0.1 signed by a new CA, and returns
+// a client of it trusting that CA, and the PEM of another CA.
+func tlsAgent(t *testing.T) (a Agent, otherCA []byte) {
+	t.Helper()
+	dir := t.TempDir()
+	ca, err := pki.NewCA("cnb-test-agent-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue(pki.Request{CommonName: "agent", IPs: []net.IP{net.IPv4(127, 0, 0, 1)}, Server: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pair.Write(dir, "agent"); err != nil {
+		t.Fatal(err)
+	}
+	other, err := pki.NewCA("cnb-test-other-ca")
+	if err != nil {
+		t.Fatal(err)
+	}
+	a = serveWith(t, ServeOptions{TLSCert: filepath.Join(dir, "agent.crt"), TLSKey: filepath.Join(dir, "agent.key")})
+	a.CA = ca.CertPEM
+	return a, other.CertPEM
+}
+
+// TestTLSAgentAnswersOnlyClientsTrustingItsCA serves the API over TLS: a client trusting the
+// agent's CA is answered, one trusting another CA refuses the certificate, and plain HTTP gets
+// nothing but a refusal (so a token is never sent in the clear to a TLS agent). Over TLS the
+// token is still required.
+func TestTLSAgentAnswersOnlyClientsTrustingItsCA(t *testing.T) {
+	a, otherCA := tlsAgent(t)
+	ctx := context.Background()
+	if ip, err := a.WhoAmI(ctx); err != nil || ip != "127.0.0.1" {
+		t.Fatalf("WhoAmI over TLS = %q, %v; want 127.0.0.1", ip, err)
+	}
+	wrongCA := Agent{Control: a.Control, Token: a.Token, CA: otherCA}
+	if _, err := wrongCA.WhoAmI(ctx); err == nil || !strings.Contains(err.Error(), "certificate signed by unknown authority") {
+		t.Errorf("a client trusting another CA: %v, want the certificate refused", err)
+	}
+	plain := Agent{Control: a.Control, Token: a.Token}
+	if _, err := plain.WhoAmI(ctx); err == nil || !strings.Contains(err.Error(), "400 Bad Request") {
+		t.Errorf("plain HTTP to a TLS agent: %v, want a 400", err)
+	}
+	_, p, _ := net.SplitHostPort(freeAddr(t))
+	port, _ := strconv.Atoi(p)
+	noToken := Agent{Control: a.Control, CA: a.CA}
+	if _, err := noToken.StartServers(ctx, []Server{{Workload: "tcp-stream/1", Port: port}}); err == nil || !strings.Contains(err.Error(), "401") {
+		t.Errorf("TLS without the token: %v, want a 401", err)
+	}
+	if ok, err := listening(port); err != nil || ok {
+		t.Errorf("port %d listening after a refused request: %v %v", port, ok, err)
+	}
+	if _, err := (Agent{Control: a.Control, Token: a.Token, CA: []byte("not PEM")}).WhoAmI(ctx); err == nil || !strings.Contains(err.Error(), "ca-cert: expected a PEM") {
+		t.Errorf("a CA that is not PEM: %v", err)
+	}
+}
+
+// TestTLSSettingsAreChecked refuses half a TLS configuration and a key that is not there,
+// naming the setting, before listening.
+func TestTLSSettingsAreChecked(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		o    ServeOptions
+		want string
+	}{
+		{ServeOptions{TLSCert: "a.crt"}, "tls-key: expected the key"},
+		{ServeOptions{TLSKey: "a.key"}, "tls-cert: expected the certificate"},
+		{ServeOptions{TLSCert: filepath.Join(dir, "none.crt"), TLSKey: filepath.Join(dir, "none.key")}, "tls-cert: " + filepath.Join(dir, "none.crt") + ": open"},
+	} {
+		c.o.Listen, c.o.Token = freeAddr(t), testToken
+		if err := Serve(context.Background(), c.o); err == nil || !strings.HasPrefix(err.Error(), c.want) {
+			t.Errorf("%+v: %v, want %q", c.o, err, c.want)
+		}
 	}
 }

@@ -57,6 +57,7 @@ type FixtureSpec struct {
 	Namespace    string
 	RunID        string
 	Image        string
+	PullSecret   string // a Secret in Namespace the nodes pull Image with; empty: none
 	RuntimeClass string // empty: the cluster's default handler
 	Placement    Placement
 	// Servers holds the server containers of each pair's server pods, one list per pair: a
@@ -251,6 +252,7 @@ func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
 			TerminationGracePeriodSeconds: &grace,
 			RestartPolicy:                 corev1.RestartPolicyAlways,
 			AutomountServiceAccountToken:  new(bool),
+			ImagePullSecrets:              pullSecrets(s.PullSecret),
 		},
 	}
 	if s.RuntimeClass != "" {
@@ -339,7 +341,9 @@ func stuck(p *corev1.Pod) string {
 	for _, cs := range p.Status.ContainerStatuses {
 		if w := cs.State.Waiting; w != nil {
 			switch w.Reason {
-			case "ErrImageNeverPull", "InvalidImageName", "ImagePullBackOff", "ErrImagePull", "CreateContainerConfigError":
+			case "ErrImagePull", "ImagePullBackOff":
+				return fmt.Sprintf("container %s: %s: %s (image %s: the nodes must reach its registry; one that asks for credentials needs --image-pull-secret)", cs.Name, w.Reason, w.Message, cs.Image)
+			case "ErrImageNeverPull", "InvalidImageName", "CreateContainerConfigError":
 				return fmt.Sprintf("container %s: %s: %s (image %s; remote clusters need --image)", cs.Name, w.Reason, w.Message, cs.Image)
 			case "CrashLoopBackOff":
 				return fmt.Sprintf("container %s keeps crashing: %s", cs.Name, w.Message)
@@ -437,4 +441,12 @@ func (c *Client) deleteLabelled(ctx context.Context, namespace, sel string) erro
 		return fmt.Errorf("delete pods: %w", err)
 	}
 	return nil
+}
+
+// pullSecrets is a pod's imagePullSecrets for the Secret named name, or none.
+func pullSecrets(name string) []corev1.LocalObjectReference {
+	if name == "" {
+		return nil
+	}
+	return []corev1.LocalObjectReference{{Name: name}}
 }

@@ -52,6 +52,8 @@ var (
 // GatewaySpec is the split a run deploys.
 type GatewaySpec struct {
 	Namespace, RunID, Image string
+	// PullSecret is a Secret in Namespace the nodes pull Image with; empty: none.
+	PullSecret string
 	// Node is where the backends and the controller run: the server node.
 	Node string
 	// ClassName is an existing GatewayClass, whose implementation serves the Gateway; empty
@@ -128,7 +130,7 @@ func (s GatewaySpec) pod(role, name string, argv []string, port int, account str
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: podName(role, 0), Namespace: s.Namespace, Labels: s.labels(role)},
 		Spec: corev1.PodSpec{NodeName: s.Node, TerminationGracePeriodSeconds: &grace, RestartPolicy: corev1.RestartPolicyAlways,
-			AutomountServiceAccountToken: new(bool),
+			AutomountServiceAccountToken: new(bool), ImagePullSecrets: pullSecrets(s.PullSecret),
 			Containers: []corev1.Container{{Name: name, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: argv,
 				ReadinessProbe: &corev1.Probe{ProbeHandler: corev1.ProbeHandler{TCPSocket: &corev1.TCPSocketAction{Port: intstr.FromInt32(int32(port))}}, PeriodSeconds: 1}}}},
 	}

@@ -113,8 +113,8 @@ func (c *Client) RunOnce(ctx context.Context, f *Fixture, name string, argv []st
 			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: name}},
 		Spec: corev1.PodSpec{
 			NodeName: s.node(RoleClient, 0), RestartPolicy: corev1.RestartPolicyNever, TerminationGracePeriodSeconds: &grace,
-			AutomountServiceAccountToken: new(bool),
-			Containers:                   []corev1.Container{{Name: "probe", Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: argv}},
+			AutomountServiceAccountToken: new(bool), ImagePullSecrets: pullSecrets(s.PullSecret),
+			Containers: []corev1.Container{{Name: "probe", Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: argv}},
 		},
 	}
 	if s.RuntimeClass != "" {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
 	"slices"
 	"strings"
 	"time"
@@ -24,6 +25,8 @@ type externalHost struct {
 	control    string // host:port of its agent
 	tokenFile  string // the agent's token, read at prepare
 	token      string
+	caFile     string // the CA of the agent's TLS certificate, read at prepare; empty: plain HTTP
+	ca         string
 	direct     string // address the egress path targets
 	viaGateway string // address the egress-gateway path targets; empty: no gateway
 	// gatewaySource is the address the host sees through the gateway, found at prepare.
@@ -61,6 +64,13 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 			strings.Join(paths, ", "), err)
 	}
 	ext.token = token
+	if ext.caFile != "" {
+		ca, err := os.ReadFile(ext.caFile)
+		if err != nil {
+			return fmt.Errorf("paths %s: the CA of the external host's agent (--external-ca-file or external.caFile): %w", strings.Join(paths, ", "), err)
+		}
+		ext.ca = string(ca)
+	}
 	if slices.Contains(paths, suite.EgressGateway) {
 		if ext.viaGateway == "" {
 			return errors.New("path egress-gateway: the target has no gateway address: a local cluster needs at least 2 nodes, a remote one --external-gateway-address (external.gatewayAddress)")
@@ -84,7 +94,7 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 // ports it picks: pairs share the host, so each listens on its own, and a host that outlives
 // runs picks ports the last run's connections do not hold.
 func (r *run) startExternalServers(ctx context.Context, tg *target) error {
-	cmd := agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token}
+	cmd := agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token, CA: tg.ext.ca}
 	f := tg.fixture
 	var order []int // the server index of each --start
 	started := map[int]bool{}
@@ -126,7 +136,7 @@ func (r *run) stopExternalServers(ctx context.Context, tg *target) error {
 	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 	defer cancel()
 	_, err := tg.client.Exec(ctx, tg.namespace, tg.fixture.Pod(kube.RoleClient, 0).Name, kube.ClientContainer,
-		agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token, Stop: true}.Argv())
+		agentcmd.ExternalServersCmd{Server: tg.ext.control, Token: tg.ext.token, CA: tg.ext.ca, Stop: true}.Argv())
 	return err
 }
 
@@ -181,7 +191,7 @@ func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []p
 		}
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		out, err := tg.client.Exec(tctx, tg.namespace, e.clientPod, kube.ClientContainer,
-			agentcmd.WhoAmICmd{Server: control, Token: tg.ext.token}.Argv())
+			agentcmd.WhoAmICmd{Server: control, Token: tg.ext.token, CA: tg.ext.ca}.Argv())
 		cancel()
 		if err != nil {
 			return fmt.Errorf("path %s: prove the source address: %w", path, err)

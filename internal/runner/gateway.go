@@ -56,7 +56,7 @@ func (r *run) prepareGateway(ctx context.Context, tg *target, offer gatewayOffer
 		return fmt.Errorf("path %s: %s", suite.Gateway, offer.why)
 	}
 	began := time.Now()
-	g, err := tg.client.DeployGateway(ctx, kube.GatewaySpec{Namespace: tg.namespace, RunID: r.id, Image: image,
+	g, err := tg.client.DeployGateway(ctx, kube.GatewaySpec{Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret,
 		Node: placement.NodeB, ClassName: offer.className, Weights: weights, TolerateTaints: r.opts.Placement.TolerateTaints,
 		Hosts: engine.SplitHost})
 	if err != nil {

@@ -197,7 +197,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*up, up,
 		strings.Join(tg.nodes, ", "), tg.namespace)
 	spec := kube.FixtureSpec{
-		Namespace: tg.namespace, RunID: r.id, Image: image, RuntimeClass: runtimeClass, Up: up,
+		Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret, RuntimeClass: runtimeClass, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs, Sysctls: profile.Sysctls,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)

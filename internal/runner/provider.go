@@ -150,7 +150,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
 	if e, ok := spec.External(); ok {
 		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode,
-			tokenFile: r.opts.Layout.ExternalTokenFile(spec.Name)}
+			tokenFile: r.opts.Layout.ExternalTokenFile(spec.Name), caFile: r.opts.Layout.ExternalCAFile(spec.Name)}
 	}
 	return got, err
 }
@@ -227,14 +227,14 @@ func (p *remoteProvider) ensure(context.Context) (provided, error) {
 		return provided{}, err
 	}
 	if p.image == "" {
-		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (build the tools image from images/tools/Dockerfile and push it to a registry the nodes can pull from)", p.target.Name)
+		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)", p.target.Name)
 	}
 	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.gateway = gatewayOffer{available: p.target.GatewayClassName != "", className: p.target.GatewayClassName,
 		why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
-		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress, tokenFile: e.TokenFile}
+		got.external = &externalHost{control: e.Address, direct: host, viaGateway: e.GatewayAddress, tokenFile: e.TokenFile, caFile: e.CAFile}
 	}
 	return got, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/progress"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -34,13 +35,16 @@ type Options struct {
 	Out     io.Writer // progress
 	Version string
 	// Namespace to run in; empty creates cnibench-<run> and removes it at the end.
-	Namespace    string
-	Image        string // tools image; the local cluster's own by default
-	RuntimeClass string
-	Placement    kube.PlacementOptions
-	Keep         bool // keep a local cluster the run created
-	Layout       cluster.Layout
-	Cache        binaries.Cache
+	Namespace string
+	Image     string // tools image; the local cluster's own by default
+	// ImagePullSecret is a Secret in Namespace holding the credentials of Image's registry,
+	// which every pod of the run names; empty: the nodes pull without.
+	ImagePullSecret string
+	RuntimeClass    string
+	Placement       kube.PlacementOptions
+	Keep            bool // keep a local cluster the run created
+	Layout          cluster.Layout
+	Cache           binaries.Cache
 }
 
 // Result is what a run produced.
@@ -73,6 +77,11 @@ const maxConsecutiveFailures = 8
 func Run(ctx context.Context, o Options) (res Result, err error) {
 	if err := o.Suite.Validate(); err != nil {
 		return res, err
+	}
+	if o.ImagePullSecret != "" && o.Namespace == "" {
+		// Pods name Secrets of their own namespace, and the one a run makes holds none.
+		return res, &setting.Error{Name: "image-pull-secret", Value: o.ImagePullSecret,
+			Want: "expected with a namespace holding that Secret (namespace): the namespace a run makes has none"}
 	}
 	seed := o.Suite.Seed
 	if seed == 0 {

@@ -14,6 +14,7 @@ type Overrides struct {
 	External            string        // the remote target's external host (agent host:port)
 	ExternalGateway     string        // the address of it the remote cluster routes via its egress gateway
 	ExternalTokenFile   string        // the file holding the external agent's token
+	ExternalCAFile      string        // the CA of the external agent's TLS certificate
 	Datapath, ProxyMode string        // local target settings
 	Kubernetes          string        // local target's Kubernetes release
 	Datapaths           []string      // one local cluster per datapath, measured side by side
@@ -56,7 +57,7 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.External != "" {
 		for i := range s.Targets {
 			if s.Targets[i].Local == nil {
-				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile}
+				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile, CAFile: o.ExternalCAFile}
 			}
 		}
 	}

@@ -202,6 +202,9 @@ type External struct {
 	GatewayAddress string `json:"gatewayAddress,omitempty"`
 	// TokenFile holds the token the agent was started with (its --token-file).
 	TokenFile string `json:"tokenFile,omitempty"`
+	// CAFile is the PEM certificate of the CA that signed the agent's TLS certificate (its
+	// --tls-cert); set, the agent is reached over HTTPS trusting that CA alone.
+	CAFile string `json:"caFile,omitempty"`
 }
 
 // Local describes an embedded local cluster target: the local cluster's one shape, shared

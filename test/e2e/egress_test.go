@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -195,22 +196,33 @@ func checkSplit(t *testing.T, rows []jsonRow) {
 }
 
 // checkExternalToken asks the lab's external agent, from its own namespace, for the source
-// address: with the cluster's token it answers, without it or with another it refuses.
+// address: over HTTPS trusting the cluster's CA and with the cluster's token it answers;
+// without the token or with another it refuses; plain HTTP, which would carry the token in the
+// clear, gets no answer.
 func checkExternalToken(ctx context.Context, t *testing.T, spec cluster.Spec) {
-	token, err := external.ReadToken(cluster.DefaultLayout().ExternalTokenFile(spec.Name))
+	layout := cluster.DefaultLayout()
+	token, err := external.ReadToken(layout.ExternalTokenFile(spec.Name))
+	if err != nil {
+		t.Fatal(err)
+	}
+	ca, err := os.ReadFile(layout.ExternalCAFile(spec.Name))
 	if err != nil {
 		t.Fatal(err)
 	}
 	server := net.JoinHostPort("127.0.0.1", strconv.Itoa(external.DefaultServePort))
-	whoami := func(token string) (string, error) {
-		return runCmd(ctx, "ip", "netns", "exec", spec.ExtNetns(), cnibenchBin, "agent", "whoami", "--server", server, "--token", token)
+	whoami := func(token string, ca []byte) (string, error) {
+		argv := append([]string{"netns", "exec", spec.ExtNetns(), cnibenchBin}, agentcmd.WhoAmICmd{Server: server, Token: token, CA: string(ca)}.Argv()[1:]...)
+		return runCmd(ctx, "ip", argv...)
 	}
-	if out, err := whoami(token); err != nil || strings.TrimSpace(out) != "127.0.0.1" {
-		t.Errorf("whoami with the cluster's token: %q, %v", out, err)
+	if out, err := whoami(token, ca); err != nil || strings.TrimSpace(out) != "127.0.0.1" {
+		t.Errorf("whoami with the cluster's token and CA: %q, %v", out, err)
 	}
 	for _, wrong := range []string{"", "not-the-token"} {
-		if out, err := whoami(wrong); err == nil || !strings.Contains(out, "401 Unauthorized") {
+		if out, err := whoami(wrong, ca); err == nil || !strings.Contains(out, "401 Unauthorized") {
 			t.Errorf("whoami with token %q: %q, %v; want a 401", wrong, out, err)
 		}
+	}
+	if out, err := whoami(token, nil); err == nil || !strings.Contains(out, "400 Bad Request") {
+		t.Errorf("whoami over plain HTTP: %q, %v; want the agent to refuse it (it serves HTTPS)", out, err)
 	}
 }

@@ -66,7 +66,8 @@ func TestRunOnLocalCluster(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	defer forceDelete(runCluster)
-	if out, err := cli(ctx, "cluster", "create", "--name", runCluster); err != nil {
+	// With the lab registry, which the least-privilege run pulls its image from.
+	if out, err := cli(ctx, "cluster", "create", "--name", runCluster, "--registry"); err != nil {
 		t.Fatalf("create: %v\n%s", err, out)
 	}
 	dir := t.TempDir()
@@ -412,9 +413,10 @@ warmup: off
 `
 
 // leastPrivilegeRun grants the user of kubeconfig what `cnibench rbac` prints for a namespace
-// and nothing else, and runs through it as a remote target: the run completes with its
-// fingerprint, keeps to the namespace (it is left empty, not deleted), and the user can still
-// do nothing beyond (read a Secret, make a namespace).
+// and nothing else, and runs through it as a remote target, with the tools image pushed to the
+// cluster's lab registry (TLS, a password) and pulled by the nodes with the namespace's pull
+// Secret: the run completes with its fingerprint, keeps to the namespace (it is left empty,
+// not deleted), and the user can still do nothing beyond (read a Secret, make a namespace).
 func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string) {
 	const ns = "cnb-lp"
 	w := newWorkload(ctx, t, runCluster)
@@ -440,6 +442,15 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 	if err := os.WriteFile(suiteFile, []byte(leastPrivilegeSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	image := pushToLabRegistry(ctx, t, w, runCluster, ns)
+	// Without the Secret the registry refuses the nodes: the run says so, naming the image.
+	out, err := cli(ctx, "run", "-f", suiteFile, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", image,
+		"--results", filepath.Join(dir, "least-nosecret.db"))
+	if err == nil || !strings.Contains(out, image) || !(strings.Contains(out, "ErrImagePull") || strings.Contains(out, "ImagePullBackOff")) {
+		t.Errorf("a run without the pull Secret: err=%v, want the pull's failure named\n%s", err, out)
+	} else {
+		t.Logf("a run without the pull Secret: %s", lastLine(out))
+	}
 	// What the runs below change, the audit log says; what exists outside the namespace must
 	// be the same after them.
 	mark, before := auditMark(t, runCluster), objectsOutside(ctx, t, w, ns)
@@ -451,11 +462,12 @@ func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string
 			t.Errorf("objects outside %s changed:\nbefore %v\nafter  %v", ns, before, after)
 		}
 	}()
-	out, err := cli(ctx, "run", "-f", suiteFile, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", w.image,
-		"--results", filepath.Join(dir, "least.db"), "-o", "json")
+	out, err = cli(ctx, "run", "-f", suiteFile, "--kubeconfig", kubeconfig, "--namespace", ns, "--image", image,
+		"--image-pull-secret", labPullSecret, "--results", filepath.Join(dir, "least.db"), "-o", "json")
 	if err != nil {
 		t.Fatalf("run with the rbac objects' permissions only: %v\n%s", err, out)
 	}
+	checkPulled(ctx, t, w, ns, image)
 	doc := summaryOf(t, out, 1)
 	if fp := doc.Targets[0].Fingerprint; doc.Run.Status != "complete" || fp["node_a_kernel"] == "" || fp["kube_proxy_mode"] != lab.ProxyNftables {
 		t.Errorf("run %q, fingerprint %v", doc.Run.Status, doc.Targets[0].Fingerprint)
