@@ -3,6 +3,7 @@ module github.com/cnibench/cnibench
 go 1.26.8
 
 require (
+	github.com/BurntSushi/toml v1.6.0
 	github.com/cilium/ebpf v0.22.0
 	github.com/containerd/cgroups/v3 v3.1.3
 	github.com/google/go-containerregistry v0.22.1

@@ -166,7 +166,6 @@ func TestValidateOptionsNamesTheSetting(t *testing.T) {
 		{func(o *Options) { o.ProxyMode = "ipvs" }, `proxyMode: "ipvs"`},
 		{func(o *Options) { o.Wait = 0 }, "wait: "},
 		{func(o *Options) { o.CRI, o.Runtimes = lab.CRICrio, []string{lab.RuntimeRunsc} }, `runtimes: "runsc": with CRI crio`},
-		{func(o *Options) { o.CRI, o.Registry = lab.CRICrio, true }, "registry: true: expected containerd nodes"},
 	}
 	for _, c := range cases {
 		o := base

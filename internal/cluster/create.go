@@ -34,9 +34,6 @@ type Options struct {
 	// GatewayAPI gives the cluster the Gateway API split: the CRDs installed, Traefik and k6 in
 	// the tools image (built on first use). Without it the tools image stays half the size.
 	GatewayAPI bool
-	// Registry gives the cluster a lab registry on its external host (Spec.Registry), which
-	// the containerd nodes trust and pull from.
-	Registry bool
 	// RuntimeOnDisk keeps each containerd node's image store on the host's disk instead of a
 	// tmpfs (340 MB of memory a node with the default images; see mountRuntimeStorage).
 	RuntimeOnDisk bool
@@ -89,11 +86,6 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	dp, err := datapath.Lookup(o.Datapath)
 	if err != nil {
 		return nil, err
-	}
-	if o.Registry && o.CRI == lab.CRICrio {
-		// CRI-O finds a registry's CA only in host-wide directories (/etc/containers/certs.d),
-		// which the lab must not write.
-		return nil, &setting.Error{Name: "registry", Value: "true", Want: "expected containerd nodes (cri: containerd): CRI-O nodes cannot trust the lab registry's CA without a host-wide file"}
 	}
 	if o.Wait <= 0 {
 		return nil, &setting.Error{Name: "wait", Value: o.Wait.String(), Want: "expected a positive duration such as 3m"}

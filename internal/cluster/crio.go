@@ -21,8 +21,10 @@ func (c *creator) crioSocket(i int) string { return filepath.Join(c.crioDir(i), 
 // crioMounts runs in CRI-O's own mount namespace before it starts. CRI-O, conmon and runc
 // write to fixed paths under /run; libcni keeps its cache in /var/lib/cni; and a resolver
 // configuration without a nameserver means no lookup of CRI-O's ever leaves the lab. The
+// node's own directory ($3) replaces /etc/containers, where CRI-O looks for a registry's CA
+// (certs.d) and no setting moves it: the lab registry's CA is there, the host's are not. The
 // script starts with the creator's tmpMount.
-const crioMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && mount --bind "$2" /etc/resolv.conf && shift 2 && exec "$@"`
+const crioMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && mount --bind "$2" /etc/resolv.conf && mount --bind "$3" /etc/containers && shift 3 && exec "$@"`
 
 // importMounts runs skopeo in a mount namespace of its own: containers/storage bind-mounts its
 // overlay directory onto itself, which must not stay behind on the host, and keeps a blob
@@ -61,15 +63,22 @@ func crioRegistries() string {
 	return b.String()
 }
 
-// crioPolicy accepts images only from local storage and archives: anything from a registry is
+// crioPolicy accepts images only from local storage and archives, and from the lab registry
+// when the cluster has one (registry, its host:port): anything from another registry is
 // rejected even if a pull got that far.
 // CreateContainer checks the policy against the image's name as the pod spec gives it, a
 // registry reference under cnibench.local, so those names are accepted: they never resolve.
-const crioPolicy = `{"default": [{"type": "reject"}], "transports": {
-  "docker": {"cnibench.local": [{"type": "insecureAcceptAnything"}]},
+func crioPolicy(registry string) string {
+	lab := ""
+	if registry != "" {
+		lab = fmt.Sprintf(", %q: [{\"type\": \"insecureAcceptAnything\"}]", registry)
+	}
+	return `{"default": [{"type": "reject"}], "transports": {
+  "docker": {"cnibench.local": [{"type": "insecureAcceptAnything"}]` + lab + `},
   "containers-storage": {"": [{"type": "insecureAcceptAnything"}]},
   "docker-archive": {"": [{"type": "insecureAcceptAnything"}]}}}
 `
+}
 
 // crioConfig renders node i's CRI-O configuration, every path under the node's directory.
 func (c *creator) crioConfig(i int, wrapper string) string {
@@ -146,7 +155,7 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 		}
 	}
 	d := c.crioDir(i)
-	for _, sub := range []string{"run", "lib", "tmp", "ns", "hooks.d", "cdi", "cni-cache"} {
+	for _, sub := range []string{"run", "lib", "tmp", "ns", "hooks.d", "cdi", "cni-cache", "etc-containers"} {
 		if err := os.MkdirAll(filepath.Join(d, sub), 0o755); err != nil {
 			return fmt.Errorf("node %d: %w", i, err)
 		}
@@ -155,12 +164,23 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 		return fmt.Errorf("node %d: %w", i, err)
 	}
 	wrapper := filepath.Join(c.layout.Dir(c.spec.Name), "bin", "crio-runc")
+	registry := ""
+	if c.registry {
+		registry = c.spec.Plan().RegistryAddr()
+	}
 	files := map[string]string{
 		filepath.Join(d, "crio.conf"):       c.crioConfig(i, wrapper),
 		filepath.Join(d, "registries.conf"): crioRegistries(),
-		filepath.Join(d, "policy.json"):     crioPolicy,
+		filepath.Join(d, "policy.json"):     crioPolicy(registry),
 		filepath.Join(d, "storage.conf"):    fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(d, "root"), filepath.Join(d, "runroot")),
 		wrapper:                             crioRuncWrapper,
+	}
+	if registry != "" {
+		ca, err := os.ReadFile(filepath.Join(c.layout.pkiDir(c.spec.Name), "ca.crt"))
+		if err != nil {
+			return fmt.Errorf("node %d: the cluster's CA: %w", i, err)
+		}
+		files[filepath.Join(d, "etc-containers", "certs.d", registry, "ca.crt")] = string(ca)
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
@@ -181,7 +201,7 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 		name: c.spec.NodeName(i) + "-crio", netns: c.spec.NodeNetns(i),
 		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
 		argv: []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + crioMounts, "cnb-crio",
-			filepath.Join(d, "cni-cache"), c.resolvConf(), c.bin(binaries.CRIOBinary),
+			filepath.Join(d, "cni-cache"), c.resolvConf(), filepath.Join(d, "etc-containers"), c.bin(binaries.CRIOBinary),
 			"--config", filepath.Join(d, "crio.conf"), "--config-dir", filepath.Join(d, "crio.conf.d"),
 			"--registries-conf", filepath.Join(d, "registries.conf"), "--registries-conf-dir", filepath.Join(d, "registries.conf.d")},
 		env: c.crioEnv(i),

@@ -1,11 +1,15 @@
 package cluster
 
 import (
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/BurntSushi/toml"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -105,5 +109,54 @@ func TestRuntimeComponents(t *testing.T) {
 	}
 	if got := names(lab.CRIContainerd, lab.RuntimeRunsc, lab.RuntimeYouki); !reflect.DeepEqual(got, []string{binaries.GVisor, binaries.Youki}) {
 		t.Errorf("runsc and youki build %v", got)
+	}
+}
+
+// CRI-O's signature policy is JSON it parses at start: with the lab registry it accepts that
+// registry's images beside the local ones, and rejects every other registry either way.
+func TestCRIOPolicyAcceptsOnlyTheLab(t *testing.T) {
+	for _, registry := range []string{"", "10.201.0.200:5000"} {
+		var p struct {
+			Default    []map[string]string
+			Transports map[string]map[string][]map[string]string
+		}
+		if err := json.Unmarshal([]byte(crioPolicy(registry)), &p); err != nil {
+			t.Fatalf("registry %q: %v\n%s", registry, err, crioPolicy(registry))
+		}
+		if len(p.Default) != 1 || p.Default[0]["type"] != "reject" {
+			t.Errorf("registry %q: default %v, want reject", registry, p.Default)
+		}
+		docker := p.Transports["docker"]
+		want := map[string]bool{"cnibench.local": true}
+		if registry != "" {
+			want[registry] = true
+		}
+		if len(docker) != len(want) {
+			t.Errorf("registry %q: docker scopes %v, want %v", registry, docker, want)
+		}
+		for scope, reqs := range docker {
+			if !want[scope] || len(reqs) != 1 || reqs[0]["type"] != "insecureAcceptAnything" {
+				t.Errorf("registry %q: docker scope %s: %v", registry, scope, reqs)
+			}
+		}
+	}
+}
+
+// containerd reads the lab registry's hosts.toml at every pull: TOML naming the registry over
+// HTTPS with the cluster's CA.
+func TestHostsTOMLNamesTheRegistryAndCA(t *testing.T) {
+	var h struct {
+		Server string
+		Host   map[string]struct {
+			Capabilities []string
+			CA           string `toml:"ca"`
+		}
+	}
+	if _, err := toml.Decode(hostsTOML("10.201.0.200:5000", "/s/pki/ca.crt"), &h); err != nil {
+		t.Fatal(err)
+	}
+	host, ok := h.Host["https://10.201.0.200:5000"]
+	if h.Server != "https://10.201.0.200:5000" || !ok || host.CA != "/s/pki/ca.crt" || !slices.Equal(host.Capabilities, []string{"pull", "resolve"}) {
+		t.Errorf("hosts.toml decodes to %+v", h)
 	}
 }

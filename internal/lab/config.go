@@ -32,6 +32,9 @@ type LocalConfig struct {
 	Kubernetes string `json:"kubernetes,omitempty"`
 	// CRI is the nodes' container runtime interface (CRIs).
 	CRI string `json:"cri,omitempty"`
+	// Registry gives the cluster a lab registry on its external host, which its nodes trust
+	// and pull from: how a run meets a registry's TLS and credentials without leaving the lab.
+	Registry bool `json:"registry,omitempty"`
 }
 
 // WithDefaults fills the settings left empty (zero nodes included) with their defaults; the

@@ -57,7 +57,7 @@ func (r *run) providerFor(t suite.Target) provider {
 	if p, ok := r.providers[key]; ok {
 		return p
 	}
-	var p provider = &remoteProvider{target: t, image: r.opts.Image}
+	var p provider = &remoteProvider{target: t, image: cmp.Or(t.Image, r.opts.Image)}
 	if t.Local != nil {
 		p = &localProvider{r: r, spec: *t.Local, runtimes: r.runtimesOf(t.Local.Name)}
 	}
@@ -107,6 +107,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes || spec.ContainerRuntime() != l.CRI):
 		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s, CRI %s; the suite asks for %s, %s, %d, %s, %s: delete it or name another cluster",
 			l.Name, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
+	case err == nil && l.Registry && !spec.HasRegistry:
+		return provided{}, fmt.Errorf("local cluster %s has no lab registry; the suite asks for one: delete it or name another cluster", l.Name)
 	case err == nil && !subset(p.runtimes, spec.Handlers()):
 		return provided{}, fmt.Errorf("local cluster %s offers runtimes %s; the suite asks for %s: delete it or name another cluster",
 			l.Name, strings.Join(spec.Handlers(), ", "), strings.Join(p.runtimes, ", "))
@@ -227,7 +229,7 @@ func (p *remoteProvider) ensure(context.Context) (provided, error) {
 		return provided{}, err
 	}
 	if p.image == "" {
-		return provided{}, fmt.Errorf("target %s: --image is required for a remote cluster (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)", p.target.Name)
+		return provided{}, fmt.Errorf("target %s: --image (or the target's image) is required for a remote cluster (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)", p.target.Name)
 	}
 	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.gateway = gatewayOffer{available: p.target.GatewayClassName != "", className: p.target.GatewayClassName,

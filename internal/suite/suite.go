@@ -172,6 +172,9 @@ type Target struct {
 	Kubeconfig string `json:"kubeconfig,omitempty"`
 	Context    string `json:"context,omitempty"`
 	Local      *Local `json:"local,omitempty"`
+	// Image is the tools image a remote cluster's nodes pull, replacing --image for this
+	// target: two clusters of one's own may pull from registries of their own.
+	Image string `json:"image,omitempty"`
 	// NetworkPolicy is the policy variant the target is measured under; nil creates none.
 	NetworkPolicy *NetworkPolicy `json:"networkPolicy,omitempty"`
 	// Runtimes lists the RuntimeClasses this target is measured under, replacing the suite's.

@@ -275,6 +275,24 @@ repetitions: 2
 	}
 }
 
+// A remote target may name the image its nodes pull; a local one runs the image it built.
+func TestTargetImageIsForRemoteTargets(t *testing.T) {
+	s, err := Parse([]byte(`
+targets: [{name: r, kubeconfig: /k, image: "reg.example:5000/tools@sha256:ab"}]
+repetitions: 2
+`))
+	if err != nil || s.Targets[0].Image != "reg.example:5000/tools@sha256:ab" {
+		t.Errorf("image on a remote target: %v, %+v", err, s.Targets)
+	}
+	_, err = Parse([]byte(`
+targets: [{name: l, local: {datapath: bridge}, image: x}]
+repetitions: 2
+`))
+	if err == nil || !strings.Contains(err.Error(), "targets[0].image: a local cluster runs the tools image it built") {
+		t.Errorf("image on a local target: %v", err)
+	}
+}
+
 // A misspelt field is named by its line, its path in the suite and the nearest known name,
 // wherever it sits; a key far from every name gets no guess.
 func TestParseExplainsUnknownFields(t *testing.T) {

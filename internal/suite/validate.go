@@ -48,6 +48,9 @@ func (s Suite) Validate() error {
 		if t.NetworkPolicy != nil {
 			errs = append(errs, validatePolicy(i, t)...)
 		}
+		if t.Local != nil && t.Image != "" {
+			add("targets[%d].image: a local cluster runs the tools image it built; expected none (--image replaces it for every target)", i)
+		}
 		errs = append(errs, validateExternal(i, t)...)
 	}
 	known := map[string]bool{}

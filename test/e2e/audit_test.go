@@ -7,11 +7,16 @@ import (
 	"context"
 	"encoding/json"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/cluster/pki"
+	corev1 "k8s.io/api/core/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/tools/clientcmd"
 )
 
 // auditMark is where a cluster's audit log ends now: what a run does afterwards is read from
@@ -111,4 +116,61 @@ func objectsOutside(ctx context.Context, t *testing.T, w *workload, namespace st
 	}
 	slices.Sort(objs)
 	return objs
+}
+
+// userKubeconfig writes a kubeconfig of the cluster for user, with a client certificate from
+// the cluster's own CA: a real user the cluster knows, granted nothing yet.
+func userKubeconfig(t *testing.T, clusterName, user, dir string) string {
+	t.Helper()
+	layout := cluster.DefaultLayout()
+	pkiDir := filepath.Join(layout.Dir(clusterName), "pki")
+	caCert, err1 := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
+	caKey, err2 := os.ReadFile(filepath.Join(pkiDir, "ca.key"))
+	if err1 != nil || err2 != nil {
+		t.Fatal(err1, err2)
+	}
+	ca, err := pki.LoadCA(caCert, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	pair, err := ca.Issue(pki.Request{CommonName: user, Client: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := clientcmd.LoadFromFile(layout.Kubeconfig(clusterName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range cfg.AuthInfos {
+		a.ClientCertificateData, a.ClientKeyData = pair.CertPEM, pair.KeyPEM
+	}
+	path := filepath.Join(dir, clusterName+"-"+user+".kubeconfig")
+	if err := clientcmd.WriteToFile(*cfg, path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// grantNamespace makes namespace ns and applies what `cnibench rbac` prints for user there,
+// as a platform team would; both go when the test ends.
+func grantNamespace(ctx context.Context, t *testing.T, w *workload, dir, ns, user string) {
+	t.Helper()
+	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = w.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
+	objects, err := cli(ctx, "rbac", "--namespace", ns, "--user", user)
+	if err != nil {
+		t.Fatalf("rbac: %v\n%s", err, objects)
+	}
+	rbacFile := filepath.Join(dir, w.cluster+"-rbac.yaml")
+	if err := os.WriteFile(rbacFile, []byte(objects), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", rbacFile); err != nil {
+		t.Fatalf("apply the rbac objects: %v\n%s", err, out)
+	}
+	t.Cleanup(func() {
+		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", rbacFile)
+	})
 }

@@ -31,6 +31,9 @@ func datapathFamilies() [][]string {
 	}
 }
 
+// remoteDatapaths are the clusters of the last family the remote run measures as a user's own.
+func remoteDatapaths(family []string) []string { return family[1:3] }
+
 // hostState is what the datapaths must not change on the host, read before any of their
 // clusters existed: the files their daemons would write when they own a host, the sysctls
 // cilium-agent sets, the socket programs on the host's cgroup2 root and the root namespace's
@@ -130,6 +133,9 @@ func TestDatapaths(t *testing.T) {
 			if strings.HasPrefix(dp, "cilium-") { // the agents take longer to become ready
 				args = append(args, "--wait", "6m")
 			}
+			if i == len(families)-1 && slices.Contains(remoteDatapaths(family), dp) {
+				args = append(args, "--registry") // their nodes pull the remote run's image from it
+			}
 			creates = append(creates, args)
 		}
 		createClusters(ctx, t, creates...)
@@ -142,7 +148,7 @@ func TestDatapaths(t *testing.T) {
 		}
 		t.Run("interleaved "+strings.Join(family, ","), func(t *testing.T) { testInterleaved(ctx, t, family) })
 		if i == len(families)-1 {
-			remote := family[1:3]
+			remote := remoteDatapaths(family)
 			t.Run("remote: "+strings.Join(remote, " and ")+" by kubeconfig", func(t *testing.T) { testRemoteClusters(ctx, t, remote) })
 		}
 		var next []string

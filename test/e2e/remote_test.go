@@ -7,39 +7,46 @@ import (
 	"encoding/json"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/suite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// testRemoteClusters runs one suite over two existing clusters reached only by their
-// kubeconfigs, as a user measures two clusters of their own: each target's CNI comes from its
-// API alone, both are measured and ranked, neither cluster is deleted, and nothing of the run
-// is left in either. (A run over two remote targets used to panic in its teardown.)
+// testRemoteClusters runs one suite over two existing clusters reached only as a platform
+// team would let a user reach two clusters of their own: by kubeconfigs of a user granted only
+// what `cnibench rbac` prints for one namespace, each cluster pulling the tools image from its
+// own registry (the clusters' lab registries, over TLS, with the namespace's pull Secret). Each
+// target's CNI comes from its API alone, both are measured and ranked, neither cluster is
+// deleted, and the audit logs show every change the user made inside the namespace, which is
+// left empty, with everything outside it as it was. (A run over two remote targets used to
+// panic in its teardown.)
 func testRemoteClusters(ctx context.Context, t *testing.T, dps []string) {
+	const ns, user = "cnb-remote", "cnb-remote-user"
 	dir := t.TempDir()
 	text := "targets:\n"
-	image := ""
+	workloads := map[string]*workload{}
+	images := map[string]string{}
+	marks := map[string]int64{}
+	before := map[string][]string{}
 	for _, dp := range dps {
 		name := suite.ClusterNameFor(dp)
-		text += "  - {name: " + dp + ", kubeconfig: " + cluster.DefaultLayout().Kubeconfig(name) + "}\n"
-		// The clusters' nodes hold the tools image their creates built: the same image, as the
-		// same cnibench built it, which --image names for every remote target.
-		if tools := readSpec(t, name).Images.Tools; image == "" || tools == image {
-			image = tools
-		} else {
-			t.Fatalf("the clusters hold different tools images: %s and %s", image, tools)
-		}
+		w := newWorkload(ctx, t, name)
+		workloads[dp] = w
+		grantNamespace(ctx, t, w, dir, ns, user)
+		images[dp] = pushToLabRegistry(ctx, t, w, name, ns)
+		text += "  - {name: " + dp + ", kubeconfig: " + userKubeconfig(t, name, user, dir) + ", image: \"" + images[dp] + "\"}\n"
+		marks[dp], before[dp] = auditMark(t, name), objectsOutside(ctx, t, w, ns)
 	}
 	text += "paths: [cross-node]\nworkloads: [{kind: tcp-rr, size: 64, tool: cnibench}]\nrepetitions: 2\nduration: 1s\nwarmup: off\n"
 	suiteFile := filepath.Join(dir, "remote.yaml")
 	if err := os.WriteFile(suiteFile, []byte(text), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--image", image, "--results", filepath.Join(dir, "results.db"), "-o", "json")
+	stdout, stderr := runLogged(ctx, t, "-f", suiteFile, "--namespace", ns, "--image-pull-secret", labPullSecret,
+		"--results", filepath.Join(dir, "results.db"), "-o", "json")
 	var doc struct {
 		Run     struct{ Status string }
 		Targets []struct {
@@ -69,19 +76,20 @@ func testRemoteClusters(ctx context.Context, t *testing.T, dps []string) {
 		if !measured[dp] {
 			t.Errorf("no cross-node latency of %s: %+v", dp, doc.Rows)
 		}
-		name := suite.ClusterNameFor(dp)
+		name, w := suite.ClusterNameFor(dp), workloads[dp]
 		if strings.Contains(stderr, "deleting local cluster "+name) {
 			t.Errorf("a remote run deleted cluster %s", name)
 		}
-		w := newWorkload(ctx, t, name)
-		nss, err := w.cs.CoreV1().Namespaces().List(ctx, metav1.ListOptions{})
-		if err != nil {
-			t.Fatal(err)
+		checkPulled(ctx, t, w, ns, images[dp])
+		if n := checkAuditedWithin(t, name, marks[dp], user, ns); n < 10 {
+			t.Errorf("%s: the audit log holds %d changes by the run's user in %s: too few for a run", name, n, ns)
 		}
-		for _, ns := range nss.Items {
-			if strings.HasPrefix(ns.Name, "cnibench-") {
-				t.Errorf("%s: namespace %s (%s) survived the run", name, ns.Name, ns.Status.Phase)
-			}
+		if after := objectsOutside(ctx, t, w, ns); !slices.Equal(before[dp], after) {
+			t.Errorf("%s: objects outside %s changed:\nbefore %v\nafter  %v", name, ns, before[dp], after)
+		}
+		pods, err := w.cs.CoreV1().Pods(ns).List(ctx, metav1.ListOptions{})
+		if err != nil || len(pods.Items) != 0 {
+			t.Errorf("%s: pods left in %s: %d, %v", name, ns, len(pods.Items), err)
 		}
 	}
 }

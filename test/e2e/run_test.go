@@ -17,8 +17,6 @@ import (
 
 	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/pki"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -29,7 +27,6 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
 const runCluster = "cnbrun"
@@ -369,31 +366,7 @@ current-context: c
 		t.Errorf("unreachable API server: err=%v\n%s", err, out)
 	}
 	// A real user the cluster knows but grants nothing: a certificate from the cluster's own CA.
-	pkiDir := filepath.Join(cluster.DefaultLayout().Dir(runCluster), "pki")
-	caCert, err1 := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
-	caKey, err2 := os.ReadFile(filepath.Join(pkiDir, "ca.key"))
-	if err1 != nil || err2 != nil {
-		t.Fatal(err1, err2)
-	}
-	ca, err := pki.LoadCA(caCert, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	pair, err := ca.Issue(pki.Request{CommonName: "cnb-nobody", Client: true})
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg, err := clientcmd.LoadFromFile(cluster.DefaultLayout().Kubeconfig(runCluster))
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, a := range cfg.AuthInfos {
-		a.ClientCertificateData, a.ClientKeyData = pair.CertPEM, pair.KeyPEM
-	}
-	nobody := filepath.Join(dir, "nobody.kubeconfig")
-	if err := clientcmd.WriteToFile(*cfg, nobody); err != nil {
-		t.Fatal(err)
-	}
+	nobody := userKubeconfig(t, runCluster, "cnb-nobody", dir)
 	out, err = cli(ctx, "run", "--kubeconfig", nobody, "--image", "x", "--results", dir)
 	if err == nil || !strings.Contains(out, "missing RBAC permissions") || !strings.Contains(out, "create pods/exec") || !strings.Contains(out, "cnibench rbac") {
 		t.Errorf("user without RBAC: err=%v\n%s", err, out)
@@ -420,24 +393,7 @@ warmup: off
 func leastPrivilegeRun(ctx context.Context, t *testing.T, dir, kubeconfig string) {
 	const ns = "cnb-lp"
 	w := newWorkload(ctx, t, runCluster)
-	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { _ = w.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) }()
-	objects, err := cli(ctx, "rbac", "--namespace", ns, "--user", "cnb-nobody")
-	if err != nil {
-		t.Fatalf("rbac: %v\n%s", err, objects)
-	}
-	rbacFile := filepath.Join(dir, "rbac.yaml")
-	if err := os.WriteFile(rbacFile, []byte(objects), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", rbacFile); err != nil {
-		t.Fatalf("apply the rbac objects: %v\n%s", err, out)
-	}
-	defer func() {
-		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", rbacFile)
-	}()
+	grantNamespace(ctx, t, w, dir, ns, "cnb-nobody")
 	suiteFile := filepath.Join(dir, "least.yaml")
 	if err := os.WriteFile(suiteFile, []byte(leastPrivilegeSuite), 0o644); err != nil {
 		t.Fatal(err)

@@ -34,7 +34,7 @@ const (
 const runtimeSuite = `
 targets:
   - {name: containerd, local: {cluster: ` + runtimeCluster + `}, runtimes: [runc, crun, runsc, youki]}
-  - {name: crio, local: {cluster: ` + crioCluster + `, cri: crio}, runtimes: [runc]}
+  - {name: crio, local: {cluster: ` + crioCluster + `, cri: crio, registry: true}, runtimes: [runc]}
 paths: [cross-node]
 pairs: [1, 2]
 workloads:
@@ -57,8 +57,8 @@ reference:
 // runc under CRI-O, on clusters the run creates. While it measures, each pod must be a
 // container of its own CRI and handler, found in that handler's state on the node (not just
 // named by a RuntimeClass); afterwards every runtime has its figures and its runtime in the
-// fingerprint, and the host is clean: gVisor's sandboxes and gofers, CRI-O's storage and
-// conmons, and their mounts included.
+// fingerprint; the CRI-O cluster's nodes pull an image from its lab registry; and the host is
+// clean: gVisor's sandboxes and gofers, CRI-O's storage and conmons, and their mounts included.
 func TestRunComparesRuntimes(t *testing.T) {
 	before := snapshot(t)
 	defer forceDelete(runtimeCluster)
@@ -68,7 +68,8 @@ func TestRunComparesRuntimes(t *testing.T) {
 	if err := os.WriteFile(suiteFile, []byte(runtimeSuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	run := startCLI(t, "run", "-f", suiteFile, "--store", filepath.Join(dir, "results.db"), "-o", "json")
+	// Kept for the pull below, deleted by the test.
+	run := startCLI(t, "run", "-f", suiteFile, "--store", filepath.Join(dir, "results.db"), "-o", "json", "--keep")
 	ctx, cancel := context.WithTimeout(context.Background(), 25*time.Minute)
 	defer cancel()
 	w := newHandlerWatch()
@@ -84,7 +85,33 @@ func TestRunComparesRuntimes(t *testing.T) {
 	}
 	t.Logf("output:\n%s", run.output())
 	checkRuntimeResults(t, run.output())
+	t.Run("CRI-O nodes pull from the lab registry", func(t *testing.T) { crioPullsFromLabRegistry(ctx, t, dir) })
+	for _, name := range []string{runtimeCluster, crioCluster} {
+		if out, err := cli(ctx, "cluster", "delete", "--name", name); err != nil {
+			t.Errorf("delete %s: %v\n%s", name, err, out)
+		}
+	}
 	assertClean(t, before)
+}
+
+// crioPullsFromLabRegistry runs a short suite on the CRI-O cluster as a remote target whose
+// image is in the cluster's lab registry: CRI-O trusts the registry's CA (in its own
+// /etc/containers, not the host's), its policy admits the registry, and the kubelet passes the
+// namespace's pull Secret.
+func crioPullsFromLabRegistry(ctx context.Context, t *testing.T, dir string) {
+	const ns = "cnb-crio-pull"
+	w := newWorkload(ctx, t, crioCluster)
+	if _, err := w.cs.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: ns}}, metav1.CreateOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	image := pushToLabRegistry(ctx, t, w, crioCluster, ns)
+	suiteFile := filepath.Join(dir, "pull.yaml")
+	if err := os.WriteFile(suiteFile, []byte("paths: [cross-node]\nworkloads: [{kind: tcp-rr, size: 64, tool: cnibench}]\nrepetitions: 2\nduration: 1s\nwarmup: off\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	runLogged(ctx, t, "-f", suiteFile, "--kubeconfig", w.kubeconfig, "--namespace", ns, "--image", image,
+		"--image-pull-secret", labPullSecret, "--results", filepath.Join(dir, "pull.db"))
+	checkPulled(ctx, t, w, ns, image)
 }
 
 // handlerWatch follows the runtime test's clusters while the run goes on. The suite's pods live
