@@ -11,6 +11,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -61,9 +62,17 @@ func testRemoteClusters(ctx context.Context, t *testing.T, dps []string) {
 	if doc.Run.Status != "complete" || len(doc.Targets) != len(dps) {
 		t.Fatalf("status %q, %d targets, want complete and %d", doc.Run.Status, len(doc.Targets), len(dps))
 	}
+	// What the user's permissions let the run see must be what the clusters are.
 	for _, tg := range doc.Targets {
-		if want := detectedCNI[tg.Name][0]; tg.Fingerprint["cni"] != want || !strings.HasPrefix(tg.Fingerprint["cluster"], "context ") {
-			t.Errorf("target %s: cni %q (want %q from the API), cluster %q", tg.Name, tg.Fingerprint["cni"], want, tg.Fingerprint["cluster"])
+		fp, want := tg.Fingerprint, detectedCNI[tg.Name]
+		if fp["cni"] != want[0] || fp["cni_mode"] != want[1] || !strings.HasPrefix(fp["cluster"], "context ") {
+			t.Errorf("target %s: cni %q %q (want %q %q from the API), cluster %q", tg.Name, fp["cni"], fp["cni_mode"], want[0], want[1], fp["cluster"])
+		}
+		if proxy := lab.DefaultProxyMode(tg.Name); fp["kube_proxy_mode"] != proxy {
+			t.Errorf("target %s: kube-proxy mode %q, want %q", tg.Name, fp["kube_proxy_mode"], proxy)
+		}
+		if !strings.HasPrefix(fp["node_a_runtime"], "containerd://") {
+			t.Errorf("target %s: node runtime %q, want containerd's", tg.Name, fp["node_a_runtime"])
 		}
 	}
 	measured := map[string]bool{}

@@ -109,9 +109,13 @@ func crioPullsFromLabRegistry(ctx context.Context, t *testing.T, dir string) {
 	if err := os.WriteFile(suiteFile, []byte("paths: [cross-node]\nworkloads: [{kind: tcp-rr, size: 64, tool: cnibench}]\nrepetitions: 2\nduration: 1s\nwarmup: off\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	runLogged(ctx, t, "-f", suiteFile, "--kubeconfig", w.kubeconfig, "--namespace", ns, "--image", image,
-		"--image-pull-secret", labPullSecret, "--results", filepath.Join(dir, "pull.db"))
+	out, _ := runLogged(ctx, t, "-f", suiteFile, "--kubeconfig", w.kubeconfig, "--namespace", ns, "--image", image,
+		"--image-pull-secret", labPullSecret, "--results", filepath.Join(dir, "pull.db"), "-o", "json")
 	checkPulled(ctx, t, w, ns, image)
+	// Seen as a remote cluster, from its API alone: CRI-O nodes, and no CNI that says its name.
+	if fp := summaryOf(t, "\n"+out, 1).Targets[0].Fingerprint; !strings.HasPrefix(fp["node_a_runtime"], "cri-o://") || fp["cni"] != "unknown" {
+		t.Errorf("the CRI-O cluster seen remotely: node runtime %q, cni %q; want cri-o://... and unknown (bridge)", fp["node_a_runtime"], fp["cni"])
+	}
 }
 
 // handlerWatch follows the runtime test's clusters while the run goes on. The suite's pods live
