@@ -267,7 +267,7 @@ func reserve(o Options, cgroups string) (Spec, error) {
 		return Spec{}, err
 	}
 	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
-		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes,
+		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes, MTU: o.MTU,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -25,14 +27,16 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 	}
 	ctl := []string{
 		"link set lo up",
-		"link add " + underlayBridge + " type bridge",
+		fmt.Sprintf("link add %s mtu %d type bridge", underlayBridge, s.UnderlayMTU()),
 		"link set " + underlayBridge + " up",
 		fmt.Sprintf("addr add %s/24 dev %s", p.ControlPlaneIP(), underlayBridge),
 	}
 	if err := ipBatch(ctx, s.CtlNetns(), ctl); err != nil {
 		return err
 	}
-	if err := run(ctx, "ip", "link", "add", s.HostLink(), "type", "veth", "peer", "name", "host", "netns", s.CtlNetns()); err != nil {
+	// Every link of the lab has the underlay's MTU, this one too, so that the bridge has one.
+	mtu := strconv.Itoa(s.UnderlayMTU())
+	if err := run(ctx, "ip", "link", "add", s.HostLink(), "mtu", mtu, "type", "veth", "peer", "name", "host", "mtu", mtu, "netns", s.CtlNetns()); err != nil {
 		return fmt.Errorf("create root veth: %w", err)
 	}
 	// The root end needs no IPv6 (disabling it keeps router solicitations and MLD reports off
@@ -89,6 +93,10 @@ func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
 	}); err != nil {
 		return err
 	}
+	// Read back, since the fingerprint states it and every datapath sizes its pods from it.
+	if mtu, err := linkMTU(ctx, ns, nodeUplink); err != nil || mtu != s.UnderlayMTU() {
+		return fmt.Errorf("node %d: uplink MTU %d, expected %d (%v)", i, mtu, s.UnderlayMTU(), err)
+	}
 	return sysctlIn(ctx, ns, map[string]string{
 		"net.ipv4.ip_forward":                 "1",
 		"net.bridge.bridge-nf-call-iptables":  "1",
@@ -104,9 +112,23 @@ func (c *creator) plugIntoUnderlay(ctx context.Context, ns, port string) error {
 		return fmt.Errorf("create namespace: %w", err)
 	}
 	return ipBatch(ctx, c.spec.CtlNetns(), []string{
-		fmt.Sprintf("link add %s type veth peer name %s netns %s", port, nodeUplink, ns),
+		// A veth's ends take their MTUs separately.
+		fmt.Sprintf("link add %[1]s mtu %[2]d type veth peer name %[3]s mtu %[2]d netns %[4]s", port, c.spec.UnderlayMTU(), nodeUplink, ns),
 		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
 	})
+}
+
+// linkMTU reads a link's MTU in a namespace.
+func linkMTU(ctx context.Context, netns, dev string) (int, error) {
+	out, err := exec.CommandContext(ctx, "ip", "-n", netns, "-o", "link", "show", "dev", dev).Output()
+	if err != nil {
+		return 0, fmt.Errorf("ip -n %s link show %s: %w", netns, dev, err)
+	}
+	fields := strings.Fields(string(out))
+	if i := slices.Index(fields, "mtu"); i >= 0 && i+1 < len(fields) {
+		return strconv.Atoi(fields[i+1])
+	}
+	return 0, fmt.Errorf("ip -n %s link show %s: no MTU in %q", netns, dev, out)
 }
 
 // ipBatch runs iproute2 commands in a namespace in one process.

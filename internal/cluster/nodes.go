@@ -76,7 +76,7 @@ func (c *creator) dpCluster() datapath.Cluster {
 	p := c.spec.Plan()
 	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
 		Kubeconfig: c.layout.Kubeconfig(c.spec.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
-		Bin: c.anyBin, StateDir: c.layout.Dir(c.spec.Name)}
+		Bin: c.anyBin, StateDir: c.layout.Dir(c.spec.Name), MTU: c.spec.UnderlayMTU()}
 	for i := 1; i <= c.spec.Nodes; i++ {
 		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -46,6 +47,8 @@ type Spec struct {
 	GatewayAPI bool `json:"gatewayAPI,omitempty"`
 	// HasRegistry says the cluster has a lab registry on its external host (Registry).
 	HasRegistry bool `json:"registry,omitempty"`
+	// MTU is the underlay's (UnderlayMTU); 0 in state written before it was chosen: 1500.
+	MTU int `json:"mtu,omitempty"`
 	// ImageStore is where the nodes' runtime keeps images and container layers:
 	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
 	ImageStore string    `json:"imageStore,omitempty"`
@@ -67,6 +70,9 @@ type Images struct {
 	CoreDNS string `json:"coredns"`
 	Tools   string `json:"tools"`
 }
+
+// UnderlayMTU is the MTU of every link between the cluster's namespaces.
+func (s Spec) UnderlayMTU() int { return cmp.Or(s.MTU, lab.DefaultMTU) }
 
 // Kubernetes is the release the cluster runs.
 func (s Spec) Kubernetes() string {

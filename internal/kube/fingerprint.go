@@ -53,21 +53,32 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	return fp
 }
 
-// interfaceFacts records the MTU and offloads of the interface a client's default route uses.
+// interfaceFacts records the MTU and offloads of the interface a client's default route uses,
+// and the default route's own MTU where it has one: a datapath may keep the interface at the
+// underlay's MTU and lower the route's by its encapsulation's overhead (Cilium's tunnels).
 func (c *Client) interfaceFacts(ctx context.Context, ns, pod, prefix string, fp map[string]string) {
 	out, err := c.Exec(ctx, ns, pod, ClientContainer, []string{"sh", "-c",
 		`dev=$(ip -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p'); [ -n "$dev" ] || dev=eth0; ` +
-			`echo "dev $dev"; echo "mtu $(cat /sys/class/net/$dev/mtu)"; ethtool -k $dev 2>/dev/null`})
+			`echo "dev $dev"; echo "mtu $(cat /sys/class/net/$dev/mtu)"; echo "route $(ip -o route show default 2>/dev/null)"; ethtool -k $dev 2>/dev/null`})
 	if err != nil {
 		return
 	}
-	for _, line := range strings.Split(string(out), "\n") {
+	parseInterfaceFacts(string(out), prefix, fp)
+}
+
+// parseInterfaceFacts reads interfaceFacts' output into fp, each key under prefix.
+func parseInterfaceFacts(out, prefix string, fp map[string]string) {
+	for _, line := range strings.Split(out, "\n") {
 		fields := strings.Fields(line)
 		switch {
 		case len(fields) == 2 && fields[0] == "dev":
 			fp[prefix+"_interface"] = fields[1]
 		case len(fields) == 2 && fields[0] == "mtu":
 			fp[prefix+"_mtu"] = fields[1]
+		case len(fields) > 0 && fields[0] == "route":
+			if i := slices.Index(fields, "mtu"); i > 0 && i+1 < len(fields) {
+				fp[prefix+"_route_mtu"] = fields[i+1]
+			}
 		case len(fields) >= 2:
 			key := strings.TrimSuffix(fields[0], ":")
 			switch key {

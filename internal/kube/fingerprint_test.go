@@ -1,6 +1,7 @@
 package kube
 
 import (
+	"maps"
 	"testing"
 
 	corev1 "k8s.io/api/core/v1"
@@ -45,5 +46,24 @@ func TestCNIFromAnnotations(t *testing.T) {
 		if cni != c.cni || mode != c.mode {
 			t.Errorf("%v (%s): %s %q, want %s %q", c.nodes, c.whyNotWrong, cni, mode, c.cni, c.mode)
 		}
+	}
+}
+
+// The interface's MTU and offloads, and the default route's MTU where the datapath lowered it
+// below the interface's.
+func TestParseInterfaceFacts(t *testing.T) {
+	out := "dev eth0\nmtu 9000\nroute default via 10.0.1.1 dev eth0 mtu 8950 \nFeatures for eth0:\n" +
+		"tcp-segmentation-offload: on\ngeneric-receive-offload: off [fixed]\n"
+	fp := map[string]string{}
+	parseInterfaceFacts(out, "pod", fp)
+	want := map[string]string{"pod_interface": "eth0", "pod_mtu": "9000", "pod_route_mtu": "8950",
+		"pod_tcp_segmentation_offload": "on", "pod_generic_receive_offload": "off"}
+	if !maps.Equal(fp, want) {
+		t.Errorf("got %v, want %v", fp, want)
+	}
+	fp = map[string]string{}
+	parseInterfaceFacts("dev eth0\nmtu 1500\nroute default via 10.0.1.1 dev eth0\n", "pod", fp)
+	if _, ok := fp["pod_route_mtu"]; ok || fp["pod_mtu"] != "1500" {
+		t.Errorf("a route without an MTU of its own: %v", fp)
 	}
 }

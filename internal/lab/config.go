@@ -16,6 +16,11 @@ const (
 	DefaultClusterName = "default"
 	DefaultDatapath    = "bridge"
 	DefaultNodes       = 2
+	// DefaultMTU is the underlay's MTU: Ethernet's.
+	DefaultMTU = 1500
+	// MinMTU and MaxMTU bound the underlay's MTU: IPv6's minimum, and the jumbo frames of
+	// common NICs.
+	MinMTU, MaxMTU = 1280, 9000
 )
 
 // LocalConfig is what a local cluster is made of, in the one shape that a suite's `local:`
@@ -35,6 +40,10 @@ type LocalConfig struct {
 	// Registry gives the cluster a lab registry on its external host, which its nodes trust
 	// and pull from: how a run meets a registry's TLS and credentials without leaving the lab.
 	Registry bool `json:"registry,omitempty"`
+	// MTU is the underlay's MTU, every link between the nodes: 9000 for jumbo frames. Each
+	// datapath sizes its pods' interfaces from it (less its encapsulation's overhead). 0: an
+	// existing cluster's, whatever it is; a new one gets DefaultMTU.
+	MTU int `json:"mtu,omitempty"`
 }
 
 // WithDefaults fills the settings left empty (zero nodes included) with their defaults; the
@@ -82,6 +91,9 @@ func (c LocalConfig) Validate() error {
 	}
 	if !slices.Contains(CRIs(), c.CRI) {
 		errs = append(errs, &setting.Error{Name: "cri", Value: strconv.Quote(c.CRI), Want: "expected one of " + strings.Join(CRIs(), ", ")})
+	}
+	if c.MTU != 0 && (c.MTU < MinMTU || c.MTU > MaxMTU) {
+		errs = append(errs, &setting.Error{Name: "mtu", Value: strconv.Itoa(c.MTU), Want: fmt.Sprintf("expected %d to %d bytes (%d: Ethernet, %d: jumbo frames)", MinMTU, MaxMTU, DefaultMTU, MaxMTU)})
 	}
 	return errors.Join(errs...)
 }

@@ -70,6 +70,8 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.Datapath, c.ProxyMode = "cilium-kpr", ProxyIptables }, `proxyMode: "iptables": datapath cilium-kpr replaces kube-proxy`},
 		{func(c *LocalConfig) { c.Kubernetes = "v1.99.0" }, `kubernetes: "v1.99.0": expected one of v1.37.2`},
 		{func(c *LocalConfig) { c.CRI = "docker" }, `cri: "docker": expected one of containerd, crio`},
+		{func(c *LocalConfig) { c.MTU = 1279 }, "mtu: 1279: expected 1280 to 9000 bytes"},
+		{func(c *LocalConfig) { c.MTU = 9001 }, "mtu: 9001: expected 1280 to 9000 bytes"},
 	} {
 		cfg := ok
 		c.mod(&cfg)
@@ -82,8 +84,8 @@ func TestLocalConfigValidate(t *testing.T) {
 	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {
 		t.Errorf("cilium-kpr without kube-proxy: %v", err)
 	}
-	err := LocalConfig{Name: "A", Nodes: -1, Datapath: "x", Kubernetes: "v1", CRI: "y"}.Validate()
-	if n := strings.Count(err.Error(), "\n") + 1; n != 5 {
+	err := LocalConfig{Name: "A", Nodes: -1, Datapath: "x", Kubernetes: "v1", CRI: "y", MTU: 1}.Validate()
+	if n := strings.Count(err.Error(), "\n") + 1; n != 6 {
 		t.Errorf("every setting refused at once, got %d lines:\n%v", n, err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 	"io/fs"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -107,6 +108,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes || spec.ContainerRuntime() != l.CRI):
 		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s, CRI %s; the suite asks for %s, %s, %d, %s, %s: delete it or name another cluster",
 			l.Name, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
+	case err == nil && l.MTU != 0 && spec.UnderlayMTU() != l.MTU:
+		return provided{}, fmt.Errorf("local cluster %s exists with underlay MTU %d; the suite asks for %d: delete it or name another cluster", l.Name, spec.UnderlayMTU(), l.MTU)
 	case err == nil && l.Registry && !spec.HasRegistry:
 		return provided{}, fmt.Errorf("local cluster %s has no lab registry; the suite asks for one: delete it or name another cluster", l.Name)
 	case err == nil && !subset(p.runtimes, spec.Handlers()):
@@ -131,7 +134,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	}
 	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
 		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups, "cri": spec.ContainerRuntime(),
-		"node_image_store": cmp.Or(spec.ImageStore, cluster.ImageStoreDisk)}
+		"node_image_store": cmp.Or(spec.ImageStore, cluster.ImageStoreDisk), "underlay_mtu": strconv.Itoa(spec.UnderlayMTU())}
 	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
 		if wf, ok := dp.(datapath.WithFingerprint); ok {
 			for k, v := range wf.Fingerprint() {

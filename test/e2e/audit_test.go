@@ -62,7 +62,7 @@ func checkAuditedWithin(t *testing.T, clusterName string, mark int64, user, name
 	}
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
-	inside := 0
+	inside, reviewed := 0, 0
 	for sc.Scan() {
 		var e auditEvent
 		if err := json.Unmarshal(sc.Bytes(), &e); err != nil {
@@ -77,6 +77,7 @@ func checkAuditedWithin(t *testing.T, clusterName string, mark int64, user, name
 		case e.ObjectRef.Namespace == namespace:
 			inside++
 		case slices.Contains(reviews, e.ObjectRef.Resource):
+			reviewed++
 		default:
 			t.Errorf("user %s: %s %s/%s %s in namespace %q (HTTP %d), outside %s", user, e.Verb, e.ObjectRef.Resource,
 				e.ObjectRef.Subresource, e.ObjectRef.Name, e.ObjectRef.Namespace, e.ResponseStatus.Code, namespace)
@@ -85,6 +86,7 @@ func checkAuditedWithin(t *testing.T, clusterName string, mark int64, user, name
 	if err := sc.Err(); err != nil {
 		t.Fatal(err)
 	}
+	t.Logf("%s's audit log: user %s made %d changes in %s and %d reviews of its own permissions", clusterName, user, inside, namespace, reviewed)
 	return inside
 }
 

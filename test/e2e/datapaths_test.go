@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -28,6 +29,43 @@ func datapathFamilies() [][]string {
 	return [][]string{
 		{"bridge", "flannel-vxlan", "flannel-host-gw", "cilium-vxlan", "cilium-native"},
 		{"bridge", "calico-vxlan", "canal", "cilium-kpr"},
+	}
+}
+
+// underlayMTU is the MTU the test gives a datapath's cluster: jumbo frames for a routed and an
+// encapsulating one, whose pods the interleaved run checks.
+func underlayMTU(dp string) int {
+	if dp == "flannel-vxlan" || dp == "cilium-native" {
+		return lab.MaxMTU
+	}
+	return lab.DefaultMTU
+}
+
+// wantPodMTU is the MTU a datapath's pods get on an underlay of mtu: their interface's, and
+// their default route's where the datapath lowers that instead (Cilium's tunnel, which
+// cilium-kpr's egress gateway brings along), else 0.
+func wantPodMTU(dp string, mtu int) (iface, route int) {
+	switch dp {
+	case "cilium-vxlan", "cilium-kpr":
+		return mtu, mtu - 50
+	case "flannel-vxlan", "calico-vxlan", "canal":
+		return mtu - 50, 0
+	}
+	return mtu, 0
+}
+
+// checkMTU compares what a run's fingerprint says of a datapath's underlay and pods with what
+// its cluster was given.
+func checkMTU(t *testing.T, dp string, fp map[string]string) {
+	t.Helper()
+	mtu := underlayMTU(dp)
+	iface, route := wantPodMTU(dp, mtu)
+	if fp["underlay_mtu"] != strconv.Itoa(mtu) || fp["pod_mtu"] != strconv.Itoa(iface) {
+		t.Errorf("%s: underlay MTU %q, pod MTU %q; want %d and %d", dp, fp["underlay_mtu"], fp["pod_mtu"], mtu, iface)
+	}
+	// A route without an MTU of its own, or one equal to the interface's, lowers nothing.
+	if got, ok := fp["pod_route_mtu"]; route != 0 && got != strconv.Itoa(route) || route == 0 && ok && got != strconv.Itoa(iface) {
+		t.Errorf("%s: pod route MTU %q (present %v), want %d", dp, got, ok, route)
 	}
 }
 
@@ -132,6 +170,9 @@ func TestDatapaths(t *testing.T) {
 			args := []string{"--name", suite.ClusterNameFor(dp), "--datapath", dp}
 			if strings.HasPrefix(dp, "cilium-") { // the agents take longer to become ready
 				args = append(args, "--wait", "6m")
+			}
+			if mtu := underlayMTU(dp); mtu != lab.DefaultMTU {
+				args = append(args, "--mtu", strconv.Itoa(mtu))
 			}
 			if i == len(families)-1 && slices.Contains(remoteDatapaths(family), dp) {
 				args = append(args, "--registry") // their nodes pull the remote run's image from it

@@ -28,7 +28,7 @@ func (Bridge) Fingerprint() map[string]string {
 // Setup writes each node's conflist and installs the inter-node routes.
 func (Bridge) Setup(ctx context.Context, c Cluster) error {
 	for _, n := range c.Nodes {
-		if err := writeBridgeConf(n); err != nil {
+		if err := writeBridgeConf(n, c.MTU); err != nil {
 			return err
 		}
 		for _, peer := range c.Nodes {
@@ -43,7 +43,9 @@ func (Bridge) Setup(ctx context.Context, c Cluster) error {
 	return nil
 }
 
-func writeBridgeConf(n Node) error {
+// writeBridgeConf writes node n's bridge configuration; the pods' interfaces and the bridge
+// get the underlay's MTU, mtu, which nothing encapsulates.
+func writeBridgeConf(n Node, mtu int) error {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		// The network name is per node because host-local keys its state by it; a shared name
@@ -56,6 +58,7 @@ func writeBridgeConf(n Node) error {
 				"isGateway":   true,
 				"ipMasq":      false,
 				"hairpinMode": true,
+				"mtu":         mtu,
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"dataDir": filepath.Join(n.DataDir, "ipam"),

@@ -72,8 +72,8 @@ func (d Calico) Fingerprint() map[string]string {
 	return fp
 }
 
-// calicoMTU is the pods' MTU: the underlay's 1500 less VXLAN's 50 bytes, for both deployments.
-const calicoMTU = 1450
+// calicoMTU is the pods' MTU: the underlay's less VXLAN's overhead, for both deployments.
+func calicoMTU(c Cluster) int { return c.MTU - vxlanOverhead }
 
 // calicoDir holds the cluster's Calico files; calicoNodeDir a node's.
 func calicoDir(c Cluster) string { return filepath.Join(c.StateDir, "calico") }
@@ -147,7 +147,7 @@ func (d Calico) conflist(c Cluster, n Node) map[string]any {
 				// (its sign that calico-node runs); the fixed /var/lib/calico/nodename exists only
 				// in calico-node's mount namespace, so it is named where it really is.
 				"nodename_file": filepath.Join(calicoNodeDir(c, n), "lib", "nodename"),
-				"mtu":           calicoMTU,
+				"mtu":           calicoMTU(c),
 				"ipam":          ipam,
 				"policy":        map[string]any{"type": "k8s"},
 				"kubernetes":    map[string]any{"kubeconfig": c.Kubeconfig},
@@ -272,7 +272,7 @@ func (d Calico) env(c Cluster, n Node) []string {
 		return append(env, "CALICO_NETWORKING_BACKEND=none", "CLUSTER_TYPE=k8s,canal", "USE_POD_CIDR=true",
 			"FELIX_IPTABLESREFRESHINTERVAL=60")
 	}
-	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", calicoMTU))
+	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", calicoMTU(c)))
 }
 
 // Kubectl runs the cluster's kubectl against it, with its cache in the cluster's directory:

@@ -42,12 +42,13 @@ func TestCalicoRegistered(t *testing.T) {
 	}
 }
 
-// TestCalicoConflist checks each deployment's IPAM and that every path the plugin writes is the
-// node's.
+// TestCalicoConflist checks each deployment's IPAM, its pods' MTU (the underlay's less VXLAN's
+// 50 bytes: jumbo frames for one) and that every path the plugin writes is the node's.
 func TestCalicoConflist(t *testing.T) {
 	c := testCiliumCluster(t)
 	n := c.Nodes[0]
 	for _, d := range []Calico{{}, {Canal: true}} {
+		c.MTU = map[bool]int{false: 1500, true: 9000}[d.Canal]
 		b, err := json.Marshal(d.conflist(c, n))
 		if err != nil {
 			t.Fatal(err)
@@ -66,7 +67,7 @@ func TestCalicoConflist(t *testing.T) {
 			t.Fatal(err)
 		}
 		p := conf.Plugins[0]
-		if p.Type != "calico" || p.Nodename != "node1" || p.MTU != 1450 || !strings.HasPrefix(p.LogFile, c.StateDir+"/") ||
+		if p.Type != "calico" || p.Nodename != "node1" || p.MTU != c.MTU-50 || !strings.HasPrefix(p.LogFile, c.StateDir+"/") ||
 			p.NameFile != filepath.Join(c.StateDir, "calico", "node1", "lib", "nodename") {
 			t.Errorf("%s: plugin %+v", d.Name(), p)
 		}

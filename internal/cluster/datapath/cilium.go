@@ -262,6 +262,9 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		"--enable-ipv4=true",
 		"--enable-ipv6=false",
 		"--devices=" + n.Uplink,
+		// What it would detect on the uplink, said so that no guess is involved; it takes its
+		// tunnel's overhead off itself.
+		fmt.Sprintf("--mtu=%d", c.MTU),
 		// Traffic from pods to the control plane leaves the pod range: masquerading it
 		// behind the node address keeps the control plane from needing pod routes.
 		"--enable-ipv4-masquerade=true",

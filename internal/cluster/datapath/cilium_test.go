@@ -23,7 +23,7 @@ func testCiliumCluster(t *testing.T) Cluster {
 	_, cidr, _ := net.ParseCIDR("10.250.128.0/17")
 	_, pod1, _ := net.ParseCIDR("10.250.129.0/24")
 	return Cluster{
-		Name: "t", ClusterCIDR: cidr, StateDir: state,
+		Name: "t", ClusterCIDR: cidr, StateDir: state, MTU: 1500,
 		Kubeconfig: filepath.Join(state, "admin.kubeconfig"),
 		Bin:        func(n string) string { return "/cache/bin/" + n },
 		Nodes: []Node{{Name: "node1", Netns: "cnb-t-node1", Uplink: "eth0", IP: net.IPv4(10, 250, 0, 11), PodCIDR: pod1,

@@ -38,7 +38,14 @@ type Cluster struct {
 	Bin func(name string) string
 	// StateDir is the cluster's state directory; a datapath keeps its files below it.
 	StateDir string
+	// MTU is the underlay's: every node's uplink has it, and a datapath sizes its pods'
+	// interfaces from it, less its encapsulation's overhead.
+	MTU int
 }
+
+// vxlanOverhead is what VXLAN over IPv4 adds to a packet: outer IPv4, UDP, VXLAN and inner
+// Ethernet headers.
+const vxlanOverhead = 50
 
 // Daemon is a long-running process of a datapath (flanneld, cilium-agent, ...). The cluster
 // starts it in the node's network namespace and cgroup, logs it, and stops it on delete.

@@ -16,7 +16,7 @@ func flannelTestCluster(t *testing.T) Cluster {
 	root := t.TempDir()
 	_, cidr, _ := net.ParseCIDR("10.230.128.0/17")
 	c := Cluster{
-		Name: "t", ClusterCIDR: cidr, Kubeconfig: filepath.Join(root, "kubeconfig"), StateDir: root,
+		Name: "t", ClusterCIDR: cidr, Kubeconfig: filepath.Join(root, "kubeconfig"), StateDir: root, MTU: 1500,
 		Bin: func(name string) string { return "/cache/bin/" + name },
 	}
 	for _, name := range []string{"node1", "node2"} {
