@@ -3,6 +3,7 @@ package cluster
 import (
 	"fmt"
 	"net"
+	"os"
 	"path/filepath"
 
 	"github.com/cnibench/cnibench/internal/cluster/pki"
@@ -12,6 +13,39 @@ import (
 
 // pkiDir holds the cluster's certificates and kubeconfigs of its components.
 func (l Layout) pkiDir(name string) string { return filepath.Join(l.Dir(name), "pki") }
+
+// CAFile is the cluster's CA certificate. Besides the API server's, it signs the external
+// agent's and the lab registry's certificates, so runs and nodes trust it alone for those.
+func (l Layout) CAFile(name string) string { return filepath.Join(l.pkiDir(name), "ca.crt") }
+
+// externalCert is the base name of the external agent's certificate and key in the PKI dir.
+const externalCert = "external-agent"
+
+// issueCert signs a serving certificate for ips with the cluster's CA, writes it to the PKI
+// directory as base.crt and base.key, and returns the two files.
+func (c *creator) issueCert(base string, ips ...net.IP) (cert, key string, err error) {
+	dir := c.layout.pkiDir(c.spec.Name)
+	caCert, err := os.ReadFile(c.layout.CAFile(c.spec.Name))
+	if err != nil {
+		return "", "", fmt.Errorf("read the cluster's CA: %w", err)
+	}
+	caKey, err := os.ReadFile(filepath.Join(dir, "ca.key"))
+	if err != nil {
+		return "", "", fmt.Errorf("read the cluster's CA: %w", err)
+	}
+	ca, err := pki.LoadCA(caCert, caKey)
+	if err != nil {
+		return "", "", err
+	}
+	pair, err := ca.Issue(pki.Request{CommonName: "cnibench-" + base, Server: true, IPs: ips})
+	if err != nil {
+		return "", "", err
+	}
+	if err := pair.Write(dir, base); err != nil {
+		return "", "", err
+	}
+	return filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), nil
+}
 
 // writePKI issues every certificate the cluster needs and a kubeconfig per client identity.
 func writePKI(l Layout, s Spec) error {

@@ -176,7 +176,7 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 		wrapper:                             crioRuncWrapper,
 	}
 	if registry != "" {
-		ca, err := os.ReadFile(filepath.Join(c.layout.pkiDir(c.spec.Name), "ca.crt"))
+		ca, err := os.ReadFile(c.layout.CAFile(c.spec.Name))
 		if err != nil {
 			return fmt.Errorf("node %d: the cluster's CA: %w", i, err)
 		}

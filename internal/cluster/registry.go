@@ -17,7 +17,6 @@ import (
 	"golang.org/x/crypto/bcrypt"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/cluster/pki"
 )
 
 // The lab registry is a distribution registry on the external host, with TLS from the
@@ -84,8 +83,7 @@ func (c *creator) writeRegistryHosts(i int) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return fmt.Errorf("node %d: %w", i, err)
 	}
-	ca := filepath.Join(c.layout.pkiDir(c.spec.Name), "ca.crt")
-	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hostsTOML(addr, ca)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hostsTOML(addr, c.layout.CAFile(c.spec.Name))), 0o644); err != nil {
 		return fmt.Errorf("node %d: the lab registry's hosts.toml: %w", i, err)
 	}
 	return nil
@@ -170,30 +168,4 @@ func (c *creator) writeRegistryAuth(dir, addr string) error {
 		return fmt.Errorf("the lab registry's credentials: %w", err)
 	}
 	return nil
-}
-
-// issueCert signs a serving certificate for ips with the cluster's CA, writes it to the PKI
-// directory as base.crt and base.key, and returns the two files.
-func (c *creator) issueCert(base string, ips ...net.IP) (cert, key string, err error) {
-	dir := c.layout.pkiDir(c.spec.Name)
-	caCert, err := os.ReadFile(filepath.Join(dir, "ca.crt"))
-	if err != nil {
-		return "", "", fmt.Errorf("read the cluster's CA: %w", err)
-	}
-	caKey, err := os.ReadFile(filepath.Join(dir, "ca.key"))
-	if err != nil {
-		return "", "", fmt.Errorf("read the cluster's CA: %w", err)
-	}
-	ca, err := pki.LoadCA(caCert, caKey)
-	if err != nil {
-		return "", "", err
-	}
-	pair, err := ca.Issue(pki.Request{CommonName: "cnibench-" + base, Server: true, IPs: ips})
-	if err != nil {
-		return "", "", err
-	}
-	if err := pair.Write(dir, base); err != nil {
-		return "", "", err
-	}
-	return filepath.Join(dir, base+".crt"), filepath.Join(dir, base+".key"), nil
 }

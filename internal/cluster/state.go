@@ -129,13 +129,6 @@ func (l Layout) ExternalTokenFile(name string) string {
 	return filepath.Join(l.Dir(name), "external-token")
 }
 
-// ExternalCAFile is the CA that signed the TLS certificate of the cluster's external agent:
-// runs trust it alone. It is the cluster's own CA.
-func (l Layout) ExternalCAFile(name string) string { return filepath.Join(l.pkiDir(name), "ca.crt") }
-
-// externalCert is the base name of the external agent's certificate and key in the PKI dir.
-const externalCert = "external-agent"
-
 // LogDir holds the daemons' logs.
 func (l Layout) LogDir(name string) string { return filepath.Join(l.Dir(name), "logs") }
 

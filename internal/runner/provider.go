@@ -155,7 +155,7 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 		why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
 	if e, ok := spec.External(); ok {
 		got.external = &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode,
-			tokenFile: r.opts.Layout.ExternalTokenFile(spec.Name), caFile: r.opts.Layout.ExternalCAFile(spec.Name)}
+			tokenFile: r.opts.Layout.ExternalTokenFile(spec.Name), caFile: r.opts.Layout.CAFile(spec.Name)}
 	}
 	return got, err
 }

@@ -126,7 +126,7 @@ func userKubeconfig(t *testing.T, clusterName, user, dir string) string {
 	t.Helper()
 	layout := cluster.DefaultLayout()
 	pkiDir := filepath.Join(layout.Dir(clusterName), "pki")
-	caCert, err1 := os.ReadFile(filepath.Join(pkiDir, "ca.crt"))
+	caCert, err1 := os.ReadFile(layout.CAFile(clusterName))
 	caKey, err2 := os.ReadFile(filepath.Join(pkiDir, "ca.key"))
 	if err1 != nil || err2 != nil {
 		t.Fatal(err1, err2)

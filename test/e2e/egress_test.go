@@ -205,7 +205,7 @@ func checkExternalToken(ctx context.Context, t *testing.T, spec cluster.Spec) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ca, err := os.ReadFile(layout.ExternalCAFile(spec.Name))
+	ca, err := os.ReadFile(layout.CAFile(spec.Name))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -37,7 +37,7 @@ func pushToLabRegistry(ctx context.Context, t *testing.T, w *workload, clusterNa
 	repo := addr + "/cnibench/tools"
 	push := func(dockerConfig string) (string, error) {
 		cmd := exec.CommandContext(ctx, "ip", "netns", "exec", spec.ExtNetns(), cnibenchBin, "image", "push", repo+":e2e",
-			"--ca-file", layout.ExternalCAFile(clusterName))
+			"--ca-file", layout.CAFile(clusterName))
 		cmd.Env = append(os.Environ(), "DOCKER_CONFIG="+dockerConfig)
 		out, err := cmd.CombinedOutput()
 		return string(out), err
