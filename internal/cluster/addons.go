@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
+	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -75,11 +76,17 @@ func (c *creator) installAddons(ctx context.Context) error {
 	if _, err := c.client.AppsV1().Deployments(ns).Create(ctx, c.corednsDeployment(labels), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS deployment: %w", err)
 	}
+	// kube-dns has an address of each family the cluster has, so that a pod of either finds it.
+	p, policy := c.spec.Plan(), corev1.IPFamilyPolicySingleStack
+	ips := strings.Split(joined(p.DNSServiceIPs()), ",")
+	if len(ips) > 1 {
+		policy = corev1.IPFamilyPolicyRequireDualStack
+	}
 	svc := &corev1.Service{
 		ObjectMeta: metav1.ObjectMeta{Name: "kube-dns", Namespace: ns, Labels: labels},
 		Spec: corev1.ServiceSpec{
 			Selector:  labels,
-			ClusterIP: c.spec.Plan().DNSServiceIP().String(),
+			ClusterIP: ips[0], ClusterIPs: ips, IPFamilyPolicy: &policy,
 			Ports: []corev1.ServicePort{
 				{Name: "dns", Port: 53, Protocol: corev1.ProtocolUDP, TargetPort: intstr.FromInt32(53)},
 				{Name: "dns-tcp", Port: 53, Protocol: corev1.ProtocolTCP, TargetPort: intstr.FromInt32(53)},

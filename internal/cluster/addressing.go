@@ -3,6 +3,9 @@ package cluster
 import (
 	"fmt"
 	"net"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Address plan: each cluster owns one /16 inside 10.0.0.0/8, chosen from a fixed window so that
@@ -16,6 +19,8 @@ const (
 // recompute it from the state file.
 type Plan struct {
 	Index int
+	// Family is the cluster's IP family (lab.ClusterFamilies); "" is IPv4.
+	Family string
 }
 
 func (p Plan) octet() byte { return byte(firstBlockOctet + p.Index) }
@@ -65,6 +70,93 @@ func (p Plan) PodGateway(i int) net.IP {
 	return net.IPv4(10, p.octet(), byte(128+i), 1).To4()
 }
 
+// The IPv6 plan mirrors the IPv4 one inside a unique local /48 whose third group spells the
+// IPv4 block's second octet (10.200.0.0/16: fdcb:0:200::/48), so the two read alike. The
+// underlay keeps its IPv4 addresses in every family: the root namespace reaches the API server
+// over IPv4 alone, and its end of the root veth has IPv6 disabled.
+
+func (p Plan) v6(group3 int, rest string) net.IP {
+	return net.ParseIP(fmt.Sprintf("fdcb:0:%d:%x::%s", p.octet(), group3, rest))
+}
+
+func v6Net(ip net.IP, ones int) *net.IPNet { return &net.IPNet{IP: ip, Mask: net.CIDRMask(ones, 128)} }
+
+// Block6 is the cluster's whole IPv6 range; the root namespace gets an unreachable route for it.
+func (p Plan) Block6() *net.IPNet { return v6Net(p.v6(0, ""), 48) }
+
+// ControlPlaneIP6 is the control plane's IPv6 underlay address.
+func (p Plan) ControlPlaneIP6() net.IP { return p.v6(0, "1") }
+
+// NodeIP6 is node i's IPv6 underlay address.
+func (p Plan) NodeIP6(i int) net.IP { return p.v6(0, fmt.Sprint(10+i)) }
+
+// ServiceCIDR6 is the IPv6 ClusterIP range.
+func (p Plan) ServiceCIDR6() *net.IPNet { return v6Net(p.v6(0x10, ""), 112) }
+
+// KubernetesServiceIP6 is the IPv6 range's first address, the kubernetes Service's on an
+// IPv6-only cluster.
+func (p Plan) KubernetesServiceIP6() net.IP { return p.v6(0x10, "1") }
+
+// DNSServiceIP6 is kube-dns's IPv6 ClusterIP.
+func (p Plan) DNSServiceIP6() net.IP { return p.v6(0x10, "a") }
+
+// ClusterCIDR6 covers every node's IPv6 pod subnet.
+func (p Plan) ClusterCIDR6() *net.IPNet { return v6Net(p.v6(0x100, ""), 56) }
+
+// PodCIDR6 is node i's IPv6 pod subnet, a /64 as the controller-manager would allocate it.
+func (p Plan) PodCIDR6(i int) *net.IPNet { return v6Net(p.v6(0x100+i, ""), 64) }
+
+// PodGateway6 is the first address of PodCIDR6(i), held by the node's pod bridge.
+func (p Plan) PodGateway6(i int) net.IP { return p.v6(0x100+i, "1") }
+
+// HasIPv4 and HasIPv6 say which families the cluster's Kubernetes addresses (nodes, pods,
+// Services) come from.
+func (p Plan) HasIPv4() bool { return p.Family != lab.IPv6 }
+
+// HasIPv6 reports whether the cluster has IPv6 nodes, pods and Services.
+func (p Plan) HasIPv6() bool { return p.Family == lab.IPv6 || p.Family == lab.DualStack }
+
+// families returns the IPv4 and IPv6 values the cluster's family has, primary first: both for
+// dual-stack, where IPv4 is primary.
+func families[T any](p Plan, v4, v6 T) []T {
+	var out []T
+	if p.HasIPv4() {
+		out = append(out, v4)
+	}
+	if p.HasIPv6() {
+		out = append(out, v6)
+	}
+	return out
+}
+
+// joined formats a families list as Kubernetes' flags take it: comma-separated.
+func joined[T fmt.Stringer](list []T) string {
+	s := make([]string, len(list))
+	for i, v := range list {
+		s[i] = v.String()
+	}
+	return strings.Join(s, ",")
+}
+
+// ServiceCIDRs are the cluster's ClusterIP ranges, primary first.
+func (p Plan) ServiceCIDRs() []*net.IPNet { return families(p, p.ServiceCIDR(), p.ServiceCIDR6()) }
+
+// ClusterCIDRs are the cluster's pod ranges, primary first.
+func (p Plan) ClusterCIDRs() []*net.IPNet { return families(p, p.ClusterCIDR(), p.ClusterCIDR6()) }
+
+// NodeIPs are node i's Kubernetes addresses, primary first.
+func (p Plan) NodeIPs(i int) []net.IP { return families(p, p.NodeIP(i), p.NodeIP6(i)) }
+
+// PodCIDRs are node i's pod subnets, primary first.
+func (p Plan) PodCIDRs(i int) []*net.IPNet { return families(p, p.PodCIDR(i), p.PodCIDR6(i)) }
+
+// DNSServiceIPs are kube-dns's ClusterIPs, primary first.
+func (p Plan) DNSServiceIPs() []net.IP { return families(p, p.DNSServiceIP(), p.DNSServiceIP6()) }
+
+// APIServerIP is the address the API server advertises, of the primary family: the kubernetes
+// Service's endpoint must be of its ClusterIP's family.
+func (p Plan) APIServerIP() net.IP { return families(p, p.ControlPlaneIP(), p.ControlPlaneIP6())[0] }
+
 // overlaps reports whether two networks share any address.
 func overlaps(a, b *net.IPNet) bool {
 	return a.Contains(b.IP) || b.Contains(a.IP)
@@ -77,20 +169,24 @@ func pickIndex(used map[int]bool, hostRoutes []*net.IPNet) (int, error) {
 		if used[i] {
 			continue
 		}
-		block := Plan{Index: i}.Block()
-		clash := false
-		for _, r := range hostRoutes {
-			if r.IP.To4() != nil && overlaps(block, r) && !isDefault(r) {
-				clash = true
-				break
-			}
-		}
-		if !clash {
+		if !clashes(Plan{Index: i}, hostRoutes) {
 			return i, nil
 		}
 	}
 	return 0, fmt.Errorf("no free address block: all of 10.%d.0.0/16-10.%d.0.0/16 are used by clusters or collide with host routes",
 		firstBlockOctet, firstBlockOctet+maxClusters-1)
+}
+
+// clashes reports whether a host route other than a default one overlaps the plan's IPv4 or
+// IPv6 block (the IPv6 one is checked whatever the cluster's family, so that the index stays
+// free of both).
+func clashes(p Plan, hostRoutes []*net.IPNet) bool {
+	for _, r := range hostRoutes {
+		if !isDefault(r) && (overlaps(p.Block(), r) || overlaps(p.Block6(), r)) {
+			return true
+		}
+	}
+	return false
 }
 
 func isDefault(n *net.IPNet) bool {

@@ -51,6 +51,54 @@ func TestPlanRangesAreDisjointAndInsideBlock(t *testing.T) {
 	}
 }
 
+func TestIPv6PlanMirrorsIPv4(t *testing.T) {
+	p := Plan{Index: 3, Family: lab.DualStack}
+	for got, want := range map[string]string{
+		p.Block6().String():           "fdcb:0:203::/48",
+		p.NodeIP6(2).String():         "fdcb:0:203::12",
+		p.ServiceCIDR6().String():     "fdcb:0:203:10::/112",
+		p.DNSServiceIP6().String():    "fdcb:0:203:10::a",
+		p.ClusterCIDR6().String():     "fdcb:0:203:100::/56",
+		p.PodCIDR6(2).String():        "fdcb:0:203:102::/64",
+		p.PodGateway6(2).String():     "fdcb:0:203:102::1",
+		joined(p.ServiceCIDRs()):      "10.203.16.0/20,fdcb:0:203:10::/112",
+		joined(p.NodeIPs(1)):          "10.203.0.11,fdcb:0:203::11",
+		p.APIServerIP().String():      "10.203.0.1",
+		joined(p.DNSServiceIPs()[:1]): "10.203.16.10",
+	} {
+		if got != want {
+			t.Errorf("got %s, want %s", got, want)
+		}
+	}
+	ranges := []*net.IPNet{p.ServiceCIDR6(), p.ClusterCIDR6(), mustCIDR(t, "fdcb:0:203::/64")}
+	for i, a := range ranges {
+		if !p.Block6().Contains(a.IP) {
+			t.Errorf("%s outside %s", a, p.Block6())
+		}
+		for j, b := range ranges[:i] {
+			if overlaps(a, b) {
+				t.Errorf("%s overlaps %s (%d)", a, b, j)
+			}
+		}
+	}
+	for i := 1; i <= lab.MaxNodes; i++ {
+		if !p.ClusterCIDR6().Contains(p.PodCIDR6(i).IP) || p.PodCIDR6(i).Contains(p.PodCIDR6(i+1).IP) {
+			t.Errorf("node %d: IPv6 pod CIDR %s outside the cluster's or overlapping the next", i, p.PodCIDR6(i))
+		}
+	}
+	v6 := Plan{Index: 3, Family: lab.IPv6}
+	if joined(v6.ClusterCIDRs()) != "fdcb:0:203:100::/56" || v6.APIServerIP().String() != "fdcb:0:203::1" || v6.HasIPv4() {
+		t.Errorf("IPv6-only plan: %s, API server %s", joined(v6.ClusterCIDRs()), v6.APIServerIP())
+	}
+	if v4 := (Plan{Index: 3}); v4.HasIPv6() || joined(v4.PodCIDRs(1)) != "10.203.129.0/24" {
+		t.Errorf("IPv4 plan: %s", joined(v4.PodCIDRs(1)))
+	}
+	// A host route into either block makes the index unusable.
+	if !clashes(p, []*net.IPNet{mustCIDR(t, "fdcb:0:203:100::/64")}) || clashes(p, []*net.IPNet{mustCIDR(t, "::/0"), mustCIDR(t, "fdcb:0:204::/48")}) {
+		t.Error("clashes: wrong for the IPv6 block")
+	}
+}
+
 func TestPickIndexSkipsUsedAndCollidingBlocks(t *testing.T) {
 	routes := []*net.IPNet{
 		mustCIDR(t, "0.0.0.0/0"),     // the default route collides with nothing
@@ -91,12 +139,14 @@ func TestParseRouteDests(t *testing.T) {
 unreachable 10.200.0.0/16
 local 127.0.0.1 dev lo table local proto kernel scope host src 127.0.0.1
 broadcast 127.255.255.255 dev lo table local proto kernel scope link src 127.0.0.1
+unreachable fdcb:0:200::/48 dev lo metric 1024 pref medium
+local ::1 dev lo table local proto kernel metric 0 pref medium
 `
 	var got []string
 	for _, n := range parseRouteDests(out) {
 		got = append(got, n.String())
 	}
-	want := "0.0.0.0/0 192.0.2.0/24 10.200.0.0/16 127.0.0.1/32 127.255.255.255/32"
+	want := "0.0.0.0/0 192.0.2.0/24 10.200.0.0/16 127.0.0.1/32 127.255.255.255/32 fdcb:0:200::/48 ::1/128"
 	if strings.Join(got, " ") != want {
 		t.Errorf("got %v, want %s", got, want)
 	}

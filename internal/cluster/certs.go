@@ -70,7 +70,7 @@ func writePKI(l Layout, s Spec) error {
 	certs := map[string]pki.Request{
 		"apiserver": {
 			CommonName: "kube-apiserver", Server: true,
-			IPs: []net.IP{plan.ControlPlaneIP(), plan.KubernetesServiceIP(), net.IPv4(127, 0, 0, 1)},
+			IPs: []net.IP{plan.ControlPlaneIP(), plan.KubernetesServiceIP(), net.IPv4(127, 0, 0, 1), plan.ControlPlaneIP6(), plan.KubernetesServiceIP6()},
 			DNSNames: []string{"kubernetes", "kubernetes.default", "kubernetes.default.svc",
 				"kubernetes.default.svc.cluster.local", "localhost"},
 		},
@@ -86,7 +86,7 @@ func writePKI(l Layout, s Spec) error {
 		node := s.NodeName(i)
 		kubeconfigs["kubelet-"+node] = pki.Request{
 			CommonName: "system:node:" + node, Organization: []string{"system:nodes"},
-			IPs: []net.IP{plan.NodeIP(i)}, DNSNames: []string{node}, Client: true, Server: true,
+			IPs: []net.IP{plan.NodeIP(i), plan.NodeIP6(i)}, DNSNames: []string{node}, Client: true, Server: true,
 		}
 	}
 	for base, req := range certs {

@@ -74,9 +74,10 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	_, err = c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
 		c.kube("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:2379",
-		"--advertise-address=" + p.ControlPlaneIP().String(),
-		"--bind-address=0.0.0.0", "--secure-port=6443",
-		"--service-cluster-ip-range=" + p.ServiceCIDR().String(),
+		"--advertise-address=" + p.APIServerIP().String(),
+		// "::" listens on IPv4 as well: the root namespace and the nodes reach it over IPv4.
+		"--bind-address=" + map[bool]string{false: "0.0.0.0", true: "::"}[p.HasIPv6()], "--secure-port=6443",
+		"--service-cluster-ip-range=" + joined(p.ServiceCIDRs()),
 		"--client-ca-file=" + pk("ca.crt"),
 		"--tls-cert-file=" + pk("apiserver.crt"), "--tls-private-key-file=" + pk("apiserver.key"),
 		"--kubelet-client-certificate=" + pk("apiserver-kubelet-client.crt"),
@@ -117,9 +118,11 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--flex-volume-plugin-dir="+filepath.Join(dir, "controller-manager", "volume-plugins"),
 		"--root-ca-file="+pk("ca.crt"), "--service-account-private-key-file="+pk("sa.key"),
 		"--use-service-account-credentials=true",
-		"--service-cluster-ip-range="+p.ServiceCIDR().String(),
-		"--cluster-cidr="+p.ClusterCIDR().String(),
-		fmt.Sprintf("--allocate-node-cidrs=%t", c.dp.AllocateNodeCIDRs()), "--node-cidr-mask-size=24",
+		"--service-cluster-ip-range="+joined(p.ServiceCIDRs()),
+		"--cluster-cidr="+joined(p.ClusterCIDRs()),
+		fmt.Sprintf("--allocate-node-cidrs=%t", c.dp.AllocateNodeCIDRs()),
+		// The plan's node subnets: a /24 of IPv4, a /64 of IPv6.
+		"--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64",
 		// Without a cloud provider the route controller would only complain.
 		"--configure-cloud-routes=false",
 	)

@@ -267,7 +267,7 @@ func reserve(o Options, cgroups string) (Spec, error) {
 		return Spec{}, err
 	}
 	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
-		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes, MTU: o.MTU,
+		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes, MTU: o.MTU, IPFamily: o.IPFamily,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }
@@ -292,9 +292,9 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, er
 	if used[index] {
 		return 0, &setting.Error{Name: "subnet", Value: subnet, Want: "used by another cnibench cluster"}
 	}
-	block := Plan{Index: index}.Block()
+	plan := Plan{Index: index}
 	for _, r := range routes {
-		if r.IP.To4() != nil && !isDefault(r) && overlaps(block, r) {
+		if !isDefault(r) && (overlaps(plan.Block(), r) || overlaps(plan.Block6(), r)) {
 			return 0, &setting.Error{Name: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
 		}
 	}

@@ -232,17 +232,19 @@ func (d deleter) removeNetwork(ctx context.Context) error {
 		errs = append(errs, err)
 	}
 	if d.spec.Index >= 0 {
-		block := d.spec.Plan().Block().String()
+		// Both blocks whatever the state says: a cluster killed during create may have written
+		// its family and not yet its network.
+		p := d.spec.Plan()
 		routes, err := hostRoutes()
 		if err != nil {
 			return err
 		}
 		for _, r := range routes {
-			if r.String() == block {
-				if err := run(ctx, "ip", "route", "delete", "unreachable", block); err != nil {
-					errs = append(errs, err)
-				}
-				break
+			switch r.String() {
+			case p.Block().String():
+				errs = append(errs, run(ctx, "ip", "route", "delete", "unreachable", r.String()))
+			case p.Block6().String():
+				errs = append(errs, run(ctx, "ip", "-6", "route", "delete", "unreachable", r.String()))
 			}
 		}
 	}

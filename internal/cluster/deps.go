@@ -82,15 +82,20 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 	return nil
 }
 
-// hostRoutes lists the IPv4 destinations of every route in every table of the root namespace.
+// hostRoutes lists the IPv4 and IPv6 destinations of every route in every table of the root
+// namespace.
 func hostRoutes() ([]*net.IPNet, error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := exec.CommandContext(ctx, "ip", "-4", "-o", "route", "show", "table", "all").Output()
-	if err != nil {
-		return nil, fmt.Errorf("list host routes: %w", err)
+	var nets []*net.IPNet
+	for _, family := range []string{"-4", "-6"} {
+		out, err := exec.CommandContext(ctx, "ip", family, "-o", "route", "show", "table", "all").Output()
+		if err != nil {
+			return nil, fmt.Errorf("list host routes (ip %s): %w", family, err)
+		}
+		nets = append(nets, parseRouteDests(string(out))...)
 	}
-	return parseRouteDests(string(out)), nil
+	return nets, nil
 }
 
 // parseRouteDests extracts destinations from `ip -o route` lines such as
@@ -110,10 +115,13 @@ func parseRouteDests(out string) []*net.IPNet {
 			}
 			dst = fields[1]
 		}
-		if dst == "default" {
+		switch {
+		case dst == "default":
+			// Of either family: callers only ever skip it (isDefault).
 			dst = "0.0.0.0/0"
-		}
-		if !strings.Contains(dst, "/") {
+		case !strings.Contains(dst, "/") && strings.Contains(dst, ":"):
+			dst += "/128"
+		case !strings.Contains(dst, "/"):
 			dst += "/32"
 		}
 		if _, n, err := net.ParseCIDR(dst); err == nil {

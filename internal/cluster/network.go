@@ -22,6 +22,11 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 	if err := run(ctx, "ip", "route", "add", "unreachable", p.Block().String()); err != nil {
 		return fmt.Errorf("install unreachable route: %w", err)
 	}
+	if p.HasIPv6() {
+		if err := run(ctx, "ip", "-6", "route", "add", "unreachable", p.Block6().String()); err != nil {
+			return fmt.Errorf("install unreachable route: %w", err)
+		}
+	}
 	if err := run(ctx, "ip", "netns", "add", s.CtlNetns()); err != nil {
 		return fmt.Errorf("create namespace: %w", err)
 	}
@@ -30,6 +35,11 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 		fmt.Sprintf("link add %s mtu %d type bridge", underlayBridge, s.UnderlayMTU()),
 		"link set " + underlayBridge + " up",
 		fmt.Sprintf("addr add %s/24 dev %s", p.ControlPlaneIP(), underlayBridge),
+	}
+	if p.HasIPv6() {
+		// nodad: the lab's addresses are unique by plan, and a tentative address would delay
+		// every start that binds it.
+		ctl = append(ctl, fmt.Sprintf("addr add %s/64 dev %s nodad", p.ControlPlaneIP6(), underlayBridge))
 	}
 	if err := ipBatch(ctx, s.CtlNetns(), ctl); err != nil {
 		return err
@@ -57,14 +67,16 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 		return err
 	}
 	// The control plane never forwards: it is where the nodes' default route ends.
-	if err := sysctlIn(ctx, s.CtlNetns(), map[string]string{"net.ipv4.ip_forward": "0"}); err != nil {
+	if err := sysctlIn(ctx, s.CtlNetns(), map[string]string{"net.ipv4.ip_forward": "0", "net.ipv6.conf.all.forwarding": "0"}); err != nil {
 		return err
 	}
 	ctl = []string{"link set host master " + underlayBridge + " up"}
 	for i := 1; i <= s.Nodes && !c.dp.AllocateNodeCIDRs(); i++ {
 		// The control plane reaches pods (webhooks, apiserver proxy, replies to pods calling the
 		// API server) through their node; allocated CIDRs are routed once known (routePodCIDR).
-		ctl = append(ctl, fmt.Sprintf("route add %s via %s", p.PodCIDR(i), p.NodeIP(i)))
+		for j, cidr := range p.PodCIDRs(i) {
+			ctl = append(ctl, fmt.Sprintf("route add %s via %s", cidr, p.NodeIPs(i)[j]))
+		}
 	}
 	for i := 1; i <= s.Nodes; i++ {
 		if err := c.setupNodeNetwork(ctx, i); err != nil {
@@ -83,22 +95,31 @@ func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
 	if err := c.plugIntoUnderlay(ctx, ns, fmt.Sprintf("n%d", i)); err != nil {
 		return err
 	}
-	if err := ipBatch(ctx, ns, []string{
+	cmds := []string{
 		"link set lo up",
 		fmt.Sprintf("addr add %s/24 dev %s", p.NodeIP(i), nodeUplink),
 		"link set " + nodeUplink + " up",
 		// Service IPs need a route before kube-proxy's DNAT applies; the control-plane namespace
 		// does not forward, so anything else sent this way dies there.
 		fmt.Sprintf("route add default via %s", p.ControlPlaneIP()),
-	}); err != nil {
+	}
+	forwarding := map[string]string{"net.ipv4.ip_forward": "1"}
+	if p.HasIPv6() {
+		cmds = append(cmds, fmt.Sprintf("addr add %s/64 dev %s nodad", p.NodeIP6(i), nodeUplink),
+			fmt.Sprintf("route add default via %s", p.ControlPlaneIP6()))
+		forwarding["net.ipv6.conf.all.forwarding"] = "1"
+	}
+	if err := ipBatch(ctx, ns, cmds); err != nil {
 		return err
 	}
 	// Read back, since the fingerprint states it and every datapath sizes its pods from it.
 	if mtu, err := linkMTU(ctx, ns, nodeUplink); err != nil || mtu != s.UnderlayMTU() {
 		return fmt.Errorf("node %d: uplink MTU %d, expected %d (%v)", i, mtu, s.UnderlayMTU(), err)
 	}
+	if err := sysctlIn(ctx, ns, forwarding); err != nil {
+		return err
+	}
 	return sysctlIn(ctx, ns, map[string]string{
-		"net.ipv4.ip_forward":                 "1",
 		"net.bridge.bridge-nf-call-iptables":  "1",
 		"net.bridge.bridge-nf-call-ip6tables": "1",
 		"net.ipv4.conf.all.rp_filter":         "0",
@@ -155,13 +176,23 @@ func sysctlIn(ctx context.Context, netns string, kv map[string]string) error {
 	return nil
 }
 
-// routePodCIDR routes a node's pod CIDR, as the controller-manager allocated it, from the
+// routePodCIDR routes a node's pod CIDRs, as the controller-manager allocated it, from the
 // control-plane namespace to the node.
-func (c *creator) routePodCIDR(ctx context.Context, node, cidr string) error {
+func (c *creator) routePodCIDR(ctx context.Context, node string, cidrs []string) error {
+	p := c.spec.Plan()
 	for i := 1; i <= c.spec.Nodes; i++ {
-		if c.spec.NodeName(i) == node {
-			return ipBatch(ctx, c.spec.CtlNetns(), []string{fmt.Sprintf("route replace %s via %s", cidr, c.spec.Plan().NodeIP(i))})
+		if c.spec.NodeName(i) != node {
+			continue
 		}
+		var cmds []string
+		for _, cidr := range cidrs {
+			via := p.NodeIP(i)
+			if strings.Contains(cidr, ":") {
+				via = p.NodeIP6(i)
+			}
+			cmds = append(cmds, fmt.Sprintf("route replace %s via %s", cidr, via))
+		}
+		return ipBatch(ctx, c.spec.CtlNetns(), cmds)
 	}
 	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
 }

@@ -46,12 +46,16 @@ func (c *creator) startRuntime(ctx context.Context, i int) error {
 // dpNode describes node i to the datapath.
 func (c *creator) dpNode(i int) datapath.Node {
 	p := c.spec.Plan()
-	return datapath.Node{
+	n := datapath.Node{
 		Name: c.spec.NodeName(i), Netns: c.spec.NodeNetns(i), Uplink: nodeUplink,
 		IP: p.NodeIP(i), PodCIDR: p.PodCIDR(i), Gateway: p.PodGateway(i),
 		CNIConfDir: filepath.Join(c.nodeDir(i), "cni", "net.d"),
 		DataDir:    filepath.Join(c.nodeDir(i), "cni"),
 	}
+	if p.HasIPv6() {
+		n.IP6, n.PodCIDR6, n.Gateway6 = p.NodeIP6(i), p.PodCIDR6(i), p.PodGateway6(i)
+	}
+	return n
 }
 
 // startContainerd writes node i's containerd config and starts it; it returns once the
@@ -227,8 +231,9 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 			"webhook":   map[string]any{"enabled": true},
 			"x509":      map[string]any{"clientCAFile": filepath.Join(pkiDir, "ca.crt")},
 		},
-		"authorization":            map[string]any{"mode": "Webhook"},
-		"address":                  p.NodeIP(i).String(),
+		"authorization": map[string]any{"mode": "Webhook"},
+		// IPv6 nodes are reached at their IPv6 address: the kubelet listens on both.
+		"address":                  map[bool]string{false: p.NodeIP(i).String(), true: "::"}[p.HasIPv6()],
 		"readOnlyPort":             0,
 		"healthzBindAddress":       "127.0.0.1",
 		"tlsCertFile":              filepath.Join(pkiDir, "kubelet-"+node+".crt"),
@@ -239,7 +244,7 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		"failCgroupV1":             false,
 		"containerRuntimeEndpoint": "unix://" + c.criSocket(i),
 		"clusterDomain":            "cluster.local",
-		"clusterDNS":               []string{p.DNSServiceIP().String()},
+		"clusterDNS":               []string{p.DNSServiceIPs()[0].String()},
 		// A resolv.conf with no nameserver: pods must never reach the host's resolver.
 		"resolvConf": c.resolvConf(),
 		"podLogsDir": filepath.Join(dir, "pod-logs"),
@@ -277,7 +282,7 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", sysctls, c.kube("kubelet"), "--config=" + confPath,
 			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
 			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
-			"--node-ip=" + p.NodeIP(i).String(), "--v=1",
+			"--node-ip=" + joined(p.NodeIPs(i)), "--v=1",
 			// The kubelet reports a pod's stats only from its second cAdvisor sample; at the
 			// default 10 s a run waited 10-15 s per target for its pods' memory. Dynamic
 			// housekeeping still backs idle containers off to 15 s.
@@ -293,7 +298,7 @@ func (c *creator) kubeProxyConfig() map[string]any {
 		"kind":               "KubeProxyConfiguration",
 		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(c.layout.pkiDir(c.spec.Name), "kube-proxy.kubeconfig")},
 		"mode":               c.spec.ProxyMode,
-		"clusterCIDR":        c.spec.Plan().ClusterCIDR().String(),
+		"clusterCIDR":        joined(c.spec.Plan().ClusterCIDRs()),
 		"healthzBindAddress": "127.0.0.1:10256",
 		"metricsBindAddress": "127.0.0.1:10249",
 		// nf_conntrack_max is host-wide: leave it, and the timeouts, as they are.

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -76,7 +77,10 @@ func (c *creator) dpCluster() datapath.Cluster {
 	p := c.spec.Plan()
 	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
 		Kubeconfig: c.layout.Kubeconfig(c.spec.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
-		Bin: c.anyBin, StateDir: c.layout.Dir(c.spec.Name), MTU: c.spec.UnderlayMTU()}
+		Bin: c.anyBin, StateDir: c.layout.Dir(c.spec.Name), MTU: c.spec.UnderlayMTU(), Family: c.spec.Family()}
+	if p.HasIPv6() {
+		dpc.ClusterCIDR6 = p.ClusterCIDR6()
+	}
 	for i := 1; i <= c.spec.Nodes; i++ {
 		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
 	}
@@ -161,7 +165,11 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 				}
 				patched[n.Name] = true
 			case c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR != "":
-				if err := c.routePodCIDR(ctx, n.Name, n.Spec.PodCIDR); err != nil {
+				cidrs := n.Spec.PodCIDRs
+				if len(cidrs) == 0 {
+					cidrs = []string{n.Spec.PodCIDR}
+				}
+				if err := c.routePodCIDR(ctx, n.Name, cidrs); err != nil {
 					return false, err
 				}
 				patched[n.Name] = true
@@ -187,8 +195,8 @@ func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
 		if c.spec.NodeName(i) != node {
 			continue
 		}
-		cidr := c.spec.Plan().PodCIDR(i).String()
-		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}}})
+		cidrs := c.spec.Plan().PodCIDRs(i)
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0].String(), "podCIDRs": strings.Split(joined(cidrs), ",")}})
 		if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("set pod CIDR of %s: %w", node, err)
 		}

@@ -49,6 +49,9 @@ type Spec struct {
 	HasRegistry bool `json:"registry,omitempty"`
 	// MTU is the underlay's (UnderlayMTU); 0 in state written before it was chosen: 1500.
 	MTU int `json:"mtu,omitempty"`
+	// IPFamily is the cluster's IP family (lab.ClusterFamilies); "" in state written before
+	// it was chosen: ipv4.
+	IPFamily string `json:"ipFamily,omitempty"`
 	// ImageStore is where the nodes' runtime keeps images and container layers:
 	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
 	ImageStore string    `json:"imageStore,omitempty"`
@@ -74,6 +77,9 @@ type Images struct {
 // UnderlayMTU is the MTU of every link between the cluster's namespaces.
 func (s Spec) UnderlayMTU() int { return cmp.Or(s.MTU, lab.DefaultMTU) }
 
+// Family is the cluster's IP family: ipv4, ipv6 or dual.
+func (s Spec) Family() string { return cmp.Or(s.IPFamily, lab.IPv4) }
+
 // Kubernetes is the release the cluster runs.
 func (s Spec) Kubernetes() string {
 	if s.KubernetesVersion == "" {
@@ -83,7 +89,7 @@ func (s Spec) Kubernetes() string {
 }
 
 // Plan returns the cluster's address plan.
-func (s Spec) Plan() Plan { return Plan{Index: s.Index} }
+func (s Spec) Plan() Plan { return Plan{Index: s.Index, Family: s.IPFamily} }
 
 // NodeName is the Kubernetes name of node i (1-based).
 func (s Spec) NodeName(i int) string { return fmt.Sprintf("node%d", i) }

@@ -377,3 +377,6 @@ type HistogramSource interface {
 	// Histogram returns the round trips (µs) of the client's output, or nil if it has none.
 	Histogram(stdout []byte) (*stats.Hist, error)
 }
+
+// CarriesIPv6 reports whether e's client can reach an IPv6 server (sockperf 3.7 cannot).
+func CarriesIPv6(e Engine) bool { return CheckTarget(e, "fd00::1") == nil }

@@ -30,6 +30,8 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 		fp[key+"_runtime"] = info.ContainerRuntimeVersion
 		fp[key+"_kubelet"] = info.KubeletVersion
 		fp[key+"_cpus"] = n.Status.Capacity.Cpu().String()
+		// Single- or dual-stack, as the node's addresses say (primary first).
+		fp[key+"_ip_families"] = strings.Join(NodeFamilies(*n), ",")
 	}
 	fp["runtime_handler"] = "default"
 	if f.Spec.RuntimeClass != "" {
@@ -58,8 +60,9 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 // underlay's MTU and lower the route's by its encapsulation's overhead (Cilium's tunnels).
 func (c *Client) interfaceFacts(ctx context.Context, ns, pod, prefix string, fp map[string]string) {
 	out, err := c.Exec(ctx, ns, pod, ClientContainer, []string{"sh", "-c",
-		`dev=$(ip -o route get 1.1.1.1 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p'); [ -n "$dev" ] || dev=eth0; ` +
-			`echo "dev $dev"; echo "mtu $(cat /sys/class/net/$dev/mtu)"; echo "route $(ip -o route show default 2>/dev/null)"; ethtool -k $dev 2>/dev/null`})
+		// An IPv6-only pod has no IPv4 route: its IPv6 one then ("route get" sends nothing).
+		`dev=$( (ip -o route get 1.1.1.1 || ip -o route get 2001:db8::1) 2>/dev/null | sed -n 's/.* dev \([^ ]*\).*/\1/p'); [ -n "$dev" ] || dev=eth0; ` +
+			`echo "dev $dev"; echo "mtu $(cat /sys/class/net/$dev/mtu)"; echo "route $(ip -o route show default 2>/dev/null || ip -6 -o route show default 2>/dev/null)"; ethtool -k $dev 2>/dev/null`})
 	if err != nil {
 		return
 	}

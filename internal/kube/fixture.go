@@ -4,10 +4,12 @@ import (
 	"context"
 	"fmt"
 	"maps"
+	"net/netip"
 	"slices"
 	"strconv"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/lab"
 	"golang.org/x/sync/errgroup"
 
 	corev1 "k8s.io/api/core/v1"
@@ -59,7 +61,10 @@ type FixtureSpec struct {
 	Image        string
 	PullSecret   string // a Secret in Namespace the nodes pull Image with; empty: none
 	RuntimeClass string // empty: the cluster's default handler
-	Placement    Placement
+	// Family is the IP family of the run's traffic (lab.IPv4, lab.IPv6): its Services take
+	// that family alone and PodIP returns addresses of it. Empty: the cluster's primary one.
+	Family    string
+	Placement Placement
 	// Servers holds the server containers of each pair's server pods, one list per pair: a
 	// run deploys as many pairs as its largest concurrency level. Host-network pairs share
 	// their node's ports, so each listens on ports of its own (ServersOf); pod-network
@@ -126,6 +131,30 @@ func (f *Fixture) Pod(role string, pair int) *corev1.Pod {
 		return pods[pair]
 	}
 	return nil
+}
+
+// PodIP is the address of pair's pod of a role in the fixture's family: the pod's first of
+// that family, its primary one when the fixture names none; "" when it has none.
+func (f *Fixture) PodIP(role string, pair int) string {
+	p := f.Pod(role, pair)
+	if p == nil {
+		return ""
+	}
+	return podIPOf(p, f.Spec.Family)
+}
+
+// podIPOf is a pod's first address of a family ("": its primary one). A host-network pod's
+// addresses are its node's.
+func podIPOf(p *corev1.Pod, family string) string {
+	if family == "" {
+		return p.Status.PodIP
+	}
+	for _, a := range p.Status.PodIPs {
+		if ip, err := netip.ParseAddr(a.IP); err == nil && ip.Is6() == (family == lab.IPv6) {
+			return a.IP
+		}
+	}
+	return ""
 }
 
 // Has reports whether the fixture has pods of a role.
@@ -316,6 +345,7 @@ func (s FixtureSpec) service(pair int) *corev1.Service {
 			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID}},
 		Spec: corev1.ServiceSpec{Selector: map[string]string{LabelRun: s.RunID, LabelRole: RoleServerB, LabelPair: strconv.Itoa(pair)}},
 	}
+	s.setFamily(&svc.Spec)
 	for _, srv := range s.ServersOf(RoleServerB, pair) {
 		for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
 			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
@@ -449,4 +479,14 @@ func pullSecrets(name string) []corev1.LocalObjectReference {
 		return nil
 	}
 	return []corev1.LocalObjectReference{{Name: name}}
+}
+
+// setFamily makes a Service single-stack in the fixture's family, if it names one.
+func (s FixtureSpec) setFamily(spec *corev1.ServiceSpec) {
+	if s.Family == "" {
+		return
+	}
+	single := corev1.IPFamilyPolicySingleStack
+	spec.IPFamilyPolicy = &single
+	spec.IPFamilies = []corev1.IPFamily{map[bool]corev1.IPFamily{false: corev1.IPv4Protocol, true: corev1.IPv6Protocol}[s.Family == lab.IPv6]}
 }

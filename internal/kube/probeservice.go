@@ -34,6 +34,7 @@ func (c *Client) CreateProbeService(ctx context.Context, f *Fixture, role string
 			Ports:    []corev1.ServicePort{{Name: "tcp", Port: int32(port), TargetPort: intstr.FromInt32(int32(port)), Protocol: corev1.ProtocolTCP}},
 		},
 	}
+	f.Spec.setFamily(&svc.Spec)
 	out, err := c.CS.CoreV1().Services(f.Spec.Namespace).Create(ctx, svc, metav1.CreateOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("create service %s: %w", ProbeServiceName, err)
@@ -79,7 +80,7 @@ func (c *Client) AddProbeEndpoint(ctx context.Context, f *Fixture, role string) 
 				return time.Time{}, fmt.Errorf("service %s: the endpoint watch closed", ProbeServiceName)
 			}
 			at := time.Now()
-			if es, isSlice := ev.Object.(*discoveryv1.EndpointSlice); isSlice && ev.Type != watch.Deleted && readyEndpoint(es, pod.Status.PodIP) {
+			if es, isSlice := ev.Object.(*discoveryv1.EndpointSlice); isSlice && ev.Type != watch.Deleted && readyEndpoint(es, podIPOf(pod, f.Spec.Family)) {
 				return at, nil
 			}
 		}

@@ -44,6 +44,10 @@ type LocalConfig struct {
 	// datapath sizes its pods' interfaces from it (less its encapsulation's overhead). 0: an
 	// existing cluster's, whatever it is; a new one gets DefaultMTU.
 	MTU int `json:"mtu,omitempty"`
+	// IPFamily is the cluster's addressing: ipv4, ipv6 (IPv6 only: nodes, pods and Services)
+	// or dual (both; IPv4 first). "": an existing cluster's, whatever it is; a new one gets
+	// ipv4.
+	IPFamily string `json:"ipFamily,omitempty"`
 }
 
 // WithDefaults fills the settings left empty (zero nodes included) with their defaults; the
@@ -95,7 +99,29 @@ func (c LocalConfig) Validate() error {
 	if c.MTU != 0 && (c.MTU < MinMTU || c.MTU > MaxMTU) {
 		errs = append(errs, &setting.Error{Name: "mtu", Value: strconv.Itoa(c.MTU), Want: fmt.Sprintf("expected %d to %d bytes (%d: Ethernet, %d: jumbo frames)", MinMTU, MaxMTU, DefaultMTU, MaxMTU)})
 	}
+	if err := CheckIPFamily(c.IPFamily, c.Datapath); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
+}
+
+// CheckIPFamily refuses an unknown cluster family, and IPv6 on a datapath built for IPv4 only,
+// as a *setting.Error.
+func CheckIPFamily(family, datapath string) error {
+	if family == "" || family == IPv4 {
+		return nil
+	}
+	fe := &setting.Error{Name: "ipFamily", Value: strconv.Quote(family)}
+	if !slices.Contains(ClusterFamilies(), family) {
+		fe.Want = "expected one of " + strings.Join(ClusterFamilies(), ", ")
+		return fe
+	}
+	if dp, err := LookupDatapath(datapath); err == nil && !dp.IPv6 {
+		fe.Want = fmt.Sprintf("datapath %s is built for IPv4 only here (its IPv6 needs pools and tunnel settings of its own that cnibench does not configure yet); expected ipv4, or one of %s",
+			datapath, strings.Join(DatapathsWhere(func(d Datapath) bool { return d.IPv6 }), ", "))
+		return fe
+	}
+	return nil
 }
 
 // checkProxyMode refuses a kube-proxy mode the datapath cannot run with.

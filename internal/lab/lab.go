@@ -94,20 +94,48 @@ type Datapath struct {
 	ReplacesKubeProxy bool
 	// EnforcesNetworkPolicy: NetworkPolicy objects take effect.
 	EnforcesNetworkPolicy bool
+	// IPv6 says the datapath's local clusters can be IPv6-only or dual-stack.
+	IPv6 bool
 }
 
 // Datapaths lists the datapaths a local cluster can have, sorted by name.
 func Datapaths() []Datapath {
 	return []Datapath{
-		{Name: "bridge"},
+		{Name: "bridge", IPv6: true},
 		{Name: "calico-vxlan", EnforcesNetworkPolicy: true},
 		{Name: "canal", EnforcesNetworkPolicy: true},
 		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true},
 		{Name: "cilium-native", EnforcesNetworkPolicy: true},
 		{Name: "cilium-vxlan", EnforcesNetworkPolicy: true},
-		{Name: "flannel-host-gw"},
-		{Name: "flannel-vxlan"},
+		{Name: "flannel-host-gw", IPv6: true},
+		{Name: "flannel-vxlan", IPv6: true},
 	}
+}
+
+// IP families of a local cluster (LocalConfig.IPFamily) and of a run's traffic (a suite's
+// families).
+const (
+	IPv4      = "ipv4"
+	IPv6      = "ipv6"
+	DualStack = "dual"
+)
+
+// ClusterFamilies lists the IP families a local cluster can be built with.
+func ClusterFamilies() []string { return []string{IPv4, IPv6, DualStack} }
+
+// TrafficFamilies lists the IP families a run's traffic can take.
+func TrafficFamilies() []string { return []string{IPv4, IPv6} }
+
+// HasFamily reports whether a cluster of the given IP family ("" is IPv4) carries traffic of
+// family f.
+func HasFamily(cluster, f string) bool {
+	switch cluster {
+	case DualStack:
+		return f == IPv4 || f == IPv6
+	case "":
+		return f == IPv4
+	}
+	return cluster == f
 }
 
 // DatapathNames lists the datapaths' names, sorted.

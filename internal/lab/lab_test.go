@@ -72,6 +72,8 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.CRI = "docker" }, `cri: "docker": expected one of containerd, crio`},
 		{func(c *LocalConfig) { c.MTU = 1279 }, "mtu: 1279: expected 1280 to 9000 bytes"},
 		{func(c *LocalConfig) { c.MTU = 9001 }, "mtu: 9001: expected 1280 to 9000 bytes"},
+		{func(c *LocalConfig) { c.IPFamily = "v6" }, `ipFamily: "v6": expected one of ipv4, ipv6, dual`},
+		{func(c *LocalConfig) { c.Datapath, c.IPFamily = "cilium-vxlan", DualStack }, `ipFamily: "dual": datapath cilium-vxlan is built for IPv4 only here`},
 	} {
 		cfg := ok
 		c.mod(&cfg)
@@ -83,6 +85,11 @@ func TestLocalConfigValidate(t *testing.T) {
 	}
 	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {
 		t.Errorf("cilium-kpr without kube-proxy: %v", err)
+	}
+	for _, f := range []string{IPv6, DualStack} {
+		if err := (LocalConfig{Datapath: "flannel-vxlan", IPFamily: f}).WithDefaults().Validate(); err != nil {
+			t.Errorf("flannel-vxlan %s: %v", f, err)
+		}
 	}
 	err := LocalConfig{Name: "A", Nodes: -1, Datapath: "x", Kubernetes: "v1", CRI: "y", MTU: 1}.Validate()
 	if n := strings.Count(err.Error(), "\n") + 1; n != 6 {

@@ -80,7 +80,7 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) {
 // moment it runs, and returns the time from its first attempt to its first successful one, in
 // ms, both on the node's clock: how long a new pod waits for its network to carry traffic.
 func (r *run) networkReadiness(ctx context.Context, tg *target, role string) (float64, error) {
-	srv := tg.fixture.Pod(role, 0).Status.PodIP
+	srv := tg.fixture.PodIP(role, 0)
 	port := tg.fixture.Spec.ServersOf(role, 0)[0].Port
 	confirm := 0 // the first success is the figure: its network carries traffic
 	argv := agentcmd.ProbeCmd{Target: net.JoinHostPort(srv, strconv.Itoa(port)), Until: agent.ProbeOpen,

@@ -108,8 +108,8 @@ func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (strin
 // cross-node one when the run has it.
 func probeServer(f *kube.Fixture) string {
 	for _, role := range []string{kube.RoleServerB, kube.RoleServerA} {
-		if p := f.Pod(role, 0); p != nil {
-			return p.Status.PodIP
+		if f.Pod(role, 0) != nil {
+			return f.PodIP(role, 0)
 		}
 	}
 	return ""

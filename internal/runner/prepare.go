@@ -144,14 +144,14 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		return tg, err
 	}
 	switch {
-	case tg.ownNamespace && variantSuffix(t.Runtime, profile.Name) != "":
+	case tg.ownNamespace && variantSuffix(t.Runtime, profile.Name, t.Family) != "":
 		// A namespace name may not exceed 63 characters.
-		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + variantSuffix(t.Runtime, profile.Name)
+		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + variantSuffix(t.Runtime, profile.Name, t.Family)
 		tg.namespace = strings.TrimRight(tg.namespace[:min(len(tg.namespace), 63)], "-")
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtime and tuning variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
+		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
 	}
 	// Registered before anything exists in the cluster, so a failure from here on still
 	// cleans up whatever the next steps created.
@@ -181,6 +181,9 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err := tg.client.CheckRuntimeClass(ctx, runtimeClass); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if err := tg.client.CheckFamily(ctx, t.Family, placement); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	// Host-network servers of the runtimes sharing a node must not share ports.
 	byWorkload, sets, err := servers(r.opts.Suite, serverPortBase+variant*portsPerVariant)
 	if err != nil {
@@ -197,7 +200,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	r.progress("target %s: deploying %d pods (%d pairs) on %s (namespace %s)", t.Name, len(rs)*up, up,
 		strings.Join(tg.nodes, ", "), tg.namespace)
 	spec := kube.FixtureSpec{
-		Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret, RuntimeClass: runtimeClass, Up: up,
+		Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret, RuntimeClass: runtimeClass, Family: t.Family, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs, Sysctls: profile.Sysctls,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
@@ -214,9 +217,13 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	if err := checkEnginesCarry(r.opts.Suite, tg.fixture.Family()); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
 	}
+	known["ip_family"] = tg.fixture.Family()
 	r.setupLatencies(ctx, tg)
 	if ctx.Err() != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, ctx.Err())

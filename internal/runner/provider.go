@@ -110,6 +110,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 			l.Name, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 	case err == nil && l.MTU != 0 && spec.UnderlayMTU() != l.MTU:
 		return provided{}, fmt.Errorf("local cluster %s exists with underlay MTU %d; the suite asks for %d: delete it or name another cluster", l.Name, spec.UnderlayMTU(), l.MTU)
+	case err == nil && l.IPFamily != "" && spec.Family() != l.IPFamily:
+		return provided{}, fmt.Errorf("local cluster %s exists with IP family %s; the suite asks for %s: delete it or name another cluster", l.Name, spec.Family(), l.IPFamily)
 	case err == nil && l.Registry && !spec.HasRegistry:
 		return provided{}, fmt.Errorf("local cluster %s has no lab registry; the suite asks for one: delete it or name another cluster", l.Name)
 	case err == nil && !subset(p.runtimes, spec.Handlers()):
@@ -134,7 +136,8 @@ func (p *localProvider) connect(ctx context.Context) (provided, error) {
 	}
 	facts := map[string]string{"cni": spec.Datapath, "kube_proxy_mode": spec.ProxyMode, "datapath": spec.Datapath,
 		"cluster": "cnibench local " + spec.Name, "host_cgroups": spec.Cgroups, "cri": spec.ContainerRuntime(),
-		"node_image_store": cmp.Or(spec.ImageStore, cluster.ImageStoreDisk), "underlay_mtu": strconv.Itoa(spec.UnderlayMTU())}
+		"node_image_store": cmp.Or(spec.ImageStore, cluster.ImageStoreDisk), "underlay_mtu": strconv.Itoa(spec.UnderlayMTU()),
+		"cluster_ip_family": spec.Family()}
 	if dp, err := datapath.Lookup(spec.Datapath); err == nil {
 		if wf, ok := dp.(datapath.WithFingerprint); ok {
 			for k, v := range wf.Fingerprint() {

@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -300,5 +301,27 @@ func TestPerPacket(t *testing.T) {
 		if perPacket(res, ws); res[catalog.CPUPerPacket] != 0 {
 			t.Errorf("%s: cpu per packet %g, want none", name, res[catalog.CPUPerPacket])
 		}
+	}
+}
+
+func TestEnginesMustCarryTheTargetsFamily(t *testing.T) {
+	s, err := suite.Parse([]byte("workloads: [{kind: tcp-stream}, {kind: tcp-rr, size: 64}]"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := checkEnginesCarry(s, lab.IPv4); err != nil {
+		t.Errorf("IPv4: %v", err)
+	}
+	err = checkEnginesCarry(s, lab.IPv6)
+	if err == nil || !strings.Contains(err.Error(), "workloads[1] (tcp-rr/64B): the target's pods are IPv6 and sockperf takes IPv4 only") {
+		t.Errorf("IPv6 with sockperf: %v", err)
+	}
+	// What a suite measuring IPv6 runs: the agent, which carries both.
+	v6, _ := suite.Parse([]byte("families: [ipv6]\nworkloads: [{kind: tcp-stream}, {kind: tcp-rr, size: 64}]"))
+	if err := checkEnginesCarry(v6.Expand(), lab.IPv6); err != nil {
+		t.Errorf("families: [ipv6]: %v", err)
+	}
+	if loopback(lab.IPv6) != "::1" || loopback("") != "127.0.0.1" {
+		t.Error("loopback addresses")
 	}
 }

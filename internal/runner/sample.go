@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -31,7 +32,7 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 			out = append(out, pairEnd{clientPod: c.pod, statPods: []podContainer{c}})
 			continue
 		}
-		ip := func(role string) string { return f.Pod(role, i).Status.PodIP }
+		ip := func(role string) string { return f.PodIP(role, i) }
 		srv := func(role string) kube.Server { return f.Spec.ServersOf(role, i)[server] }
 		// Only the pod-network paths have a client pod (a host-network suite has none).
 		var client podContainer
@@ -51,7 +52,7 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 			e = pairEnd{hc.pod, ip(kube.RoleHostServer), srv(kube.RoleHostServer).Port, []podContainer{hc, {pod(kube.RoleHostServer), srv(kube.RoleHostServer).Name}}}
 		case suite.Localhost:
 			lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
-			e = pairEnd{lc.pod, "127.0.0.1", srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
+			e = pairEnd{lc.pod, loopback(f.Family()), srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
 		case suite.Gateway:
 			var err error
 			if e, err = t.gatewayEnd(); err != nil {
@@ -73,6 +74,31 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// checkEnginesCarry refuses a workload whose engine cannot carry the target's traffic: a
+// cluster found IPv6-only that the suite did not say was (a remote one, or a local one named
+// by --cluster), measured with sockperf.
+func checkEnginesCarry(s suite.Suite, family string) error {
+	if family != lab.IPv6 {
+		return nil
+	}
+	for i, w := range s.Workloads {
+		ew := w.Engine(s.Duration.Duration)
+		if e, err := engine.For(ew); err == nil && !engine.CarriesIPv6(e) {
+			return fmt.Errorf("workloads[%d] (%s): the target's pods are IPv6 and %s takes IPv4 only: add families: [ipv6] to the suite (or --families ipv6), which measures it with the %s agent, or set its tool: %s",
+				i, ew.ID(), e.Name(), engine.NameCnibench, engine.NameCnibench)
+		}
+	}
+	return nil
+}
+
+// loopback is the loopback address of a family: ::1 for IPv6, else 127.0.0.1.
+func loopback(family string) string {
+	if family == lab.IPv6 {
+		return "::1"
+	}
+	return "127.0.0.1"
 }
 
 // measure runs one step and returns its sample; a failed tool gives a sample with Error set.

@@ -12,7 +12,7 @@ import (
 
 // variantSuffix names what sets a target apart from the others on its cluster, for its
 // namespace: its runtime and its tuning profile ("runsc-throughput"); "" for neither.
-func variantSuffix(runtime, profile string) string {
+func variantSuffix(runtime, profile, family string) string {
 	var parts []string
 	if runtime != "" {
 		// A RuntimeClass name may hold dots, a namespace name may not.
@@ -20,6 +20,9 @@ func variantSuffix(runtime, profile string) string {
 	}
 	if profile != "" {
 		parts = append(parts, profile)
+	}
+	if family != "" {
+		parts = append(parts, family)
 	}
 	return strings.Join(parts, "-")
 }

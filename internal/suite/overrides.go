@@ -23,6 +23,7 @@ type Overrides struct {
 	Pairs               []int         // replaces pairs
 	Runtimes            []string      // replaces runtimes
 	Tunings             []string      // replaces tunings
+	Families            []string      // replaces families
 	CRIs                []string      // one local cluster per CRI, measured side by side
 	Repetitions         int           // 0 keeps the suite's
 	Duration, Warmup    time.Duration // 0 keeps the suite's
@@ -103,6 +104,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	}
 	if len(o.Runtimes) > 0 {
 		s.Runtimes = o.Runtimes
+	}
+	if len(o.Families) > 0 {
+		s.Families = o.Families
 	}
 	if len(o.Tunings) > 0 {
 		s.Tunings = o.Tunings

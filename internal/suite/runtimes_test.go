@@ -50,7 +50,7 @@ func TestRuntimesValidation(t *testing.T) {
 		`runtimes: [Bad_Name]`:   `runtimes[0]: "Bad_Name": expected a RuntimeClass name`,
 		"runtimes: [runc, runsc]\nworkloads: [{kind: tcp-rr, size: 64}]": "workloads[0].tool: sockperf's server fails under gVisor",
 		"workloads: [{kind: cpu, threads: 999}]":                         "threads: expected 0 (one per CPU) to 256, got 999",
-		"runtimes: [runc, crun, runsc]\npaths: [same-node]\npairs: [50]": "and 3 runtime and tuning variants put 300 pods on a local node",
+		"runtimes: [runc, crun, runsc]\npaths: [same-node]\npairs: [50]": "and 3 runtime, tuning and family variants put 300 pods on a local node",
 	} {
 		_, err := Parse([]byte(yaml))
 		if err == nil || !strings.Contains(err.Error(), want) {

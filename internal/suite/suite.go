@@ -72,7 +72,11 @@ type Suite struct {
 	// Tunings lists the kernel tuning profiles every local target is measured under, side by
 	// side in one cluster (each pod carries its profile's sysctls): builtin names or YAML
 	// files (internal/tuning). Empty: the kernel's own values.
-	Tunings     []string `json:"tunings,omitempty"`
+	Tunings []string `json:"tunings,omitempty"`
+	// Families lists the IP families every target's traffic takes, side by side in one cluster
+	// (ipv4, ipv6): each measured over its own pods' and Services' addresses of that family.
+	// Empty: the cluster's primary family.
+	Families    []string `json:"families,omitempty"`
 	Repetitions int      `json:"repetitions"`
 	// Duration of each measured sample, and of each warm-up sample (discarded), or off for
 	// no warm-up round.
@@ -185,6 +189,11 @@ type Target struct {
 	Tunings []string `json:"tunings,omitempty"`
 	// Tuning is the tuning profile of the target's pods, set by Expand from the tunings.
 	Tuning string `json:"-"`
+	// Families lists the IP families this target's traffic takes, replacing the suite's.
+	Families []string `json:"families,omitempty"`
+	// Family is the IP family of the target's traffic, set by Expand from the families; ""
+	// is the cluster's primary one.
+	Family string `json:"-"`
 	// External is the server outside a remote cluster that the egress paths reach; a local
 	// cluster has its own.
 	External *External `json:"external,omitempty"`
@@ -447,26 +456,32 @@ func (s Suite) Matrix() []Combo {
 // Expand returns the suite with one target per target, runtime and tuning profile: "local"
 // measured under runc and runsc becomes "local.runc" and "local.runsc", which share local's
 // cluster, and under the tunings default and throughput "local.runc.default",
-// "local.runc.throughput" and so on. A target's own lists replace the suite's. The runner
+// "local.runc.throughput" and so on; the families ipv4 and ipv6 add ".ipv4" and ".ipv6". A target's own lists replace the suite's. The runner
 // measures the expanded suite; the run stores the suite as written.
 func (s Suite) Expand() Suite {
+	s = s.withFamilies()
 	var targets []Target
 	for _, t := range s.Targets {
 		for _, rt := range orNone(s.runtimesOf(t)) {
 			for _, tu := range orNone(s.tuningsOf(t)) {
-				v := t
-				v.Runtimes, v.Tunings = nil, nil
-				if rt != "" {
-					v.Name, v.Runtime = v.Name+"."+rt, rt
+				for _, fam := range orNone(s.familiesOf(t)) {
+					v := t
+					v.Runtimes, v.Tunings, v.Families = nil, nil, nil
+					if rt != "" {
+						v.Name, v.Runtime = v.Name+"."+rt, rt
+					}
+					if tu != "" {
+						v.Name, v.Tuning = v.Name+"."+tuningName(tu), tu
+					}
+					if fam != "" {
+						v.Name, v.Family = v.Name+"."+fam, fam
+					}
+					targets = append(targets, v)
 				}
-				if tu != "" {
-					v.Name, v.Tuning = v.Name+"."+tuningName(tu), tu
-				}
-				targets = append(targets, v)
 			}
 		}
 	}
-	s.Targets, s.Runtimes, s.Tunings = targets, nil, nil
+	s.Targets, s.Runtimes, s.Tunings, s.Families = targets, nil, nil, nil
 	return s
 }
 

@@ -101,6 +101,7 @@ func (s Suite) Validate() error {
 	}
 	errs = append(errs, s.validateRuntimes()...)
 	errs = append(errs, s.validateTunings()...)
+	errs = append(errs, s.validateFamilies()...)
 	errs = append(errs, s.validateReference()...)
 	if err := s.checkDensity(); err != nil {
 		errs = append(errs, err)
@@ -205,10 +206,10 @@ func (s Suite) checkDensity() error {
 	}
 	variants := 1
 	for _, t := range s.Targets {
-		variants = max(variants, len(orNone(s.runtimesOf(t)))*len(orNone(s.tuningsOf(t))))
+		variants = max(variants, len(orNone(s.runtimesOf(t)))*len(orNone(s.tuningsOf(t)))*len(orNone(s.familiesOf(t))))
 	}
 	if pods := len(perPair) * s.MostPairs() * variants; pods > LocalPodsPerNode {
-		return fmt.Errorf("pairs: %d pairs over paths %s and %d runtime and tuning variants put %d pods on a local node, which admits %d: expected fewer pairs, paths, runtimes or tunings",
+		return fmt.Errorf("pairs: %d pairs over paths %s and %d runtime, tuning and family variants put %d pods on a local node, which admits %d: expected fewer pairs, paths, runtimes, tunings or families",
 			s.MostPairs(), strings.Join(s.Paths, ", "), variants, pods, LocalPodsPerNode)
 	}
 	return nil

@@ -171,11 +171,17 @@ type runDoc struct {
 // results, and returns the JSON summary.
 func runSuite(ctx context.Context, t *testing.T, suite, suiteFile, results string) runDoc {
 	t.Helper()
+	return runSuiteOn(ctx, t, suite, suiteFile, results, "--cluster", runCluster)
+}
+
+// runSuiteOn is runSuite on the clusters the suite names, or those args name.
+func runSuiteOn(ctx context.Context, t *testing.T, suite, suiteFile, results string, args ...string) runDoc {
+	t.Helper()
 	if err := os.WriteFile(suiteFile, []byte(suite), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	start := time.Now()
-	stdout, stderr, err := cliSplit(ctx, "run", "-f", suiteFile, "--cluster", runCluster, "--results", results, "-o", "json")
+	stdout, stderr, err := cliSplit(ctx, append([]string{"run", "-f", suiteFile, "--results", results, "-o", "json"}, args...)...)
 	t.Logf("run of %s took %s; progress:\n%s", filepath.Base(suiteFile), time.Since(start).Round(time.Second), stderr)
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, stdout)

@@ -28,7 +28,7 @@ func (Bridge) Fingerprint() map[string]string {
 // Setup writes each node's conflist and installs the inter-node routes.
 func (Bridge) Setup(ctx context.Context, c Cluster) error {
 	for _, n := range c.Nodes {
-		if err := writeBridgeConf(n, c.MTU); err != nil {
+		if err := writeBridgeConf(n, c); err != nil {
 			return err
 		}
 		for _, peer := range c.Nodes {
@@ -38,14 +38,21 @@ func (Bridge) Setup(ctx context.Context, c Cluster) error {
 			if err := ipIn(ctx, n.Netns, "route", "replace", peer.PodCIDR.String(), "via", peer.IP.String(), "dev", n.Uplink); err != nil {
 				return fmt.Errorf("route to %s pods on %s: %w", peer.Name, n.Name, err)
 			}
+			if peer.PodCIDR6 == nil {
+				continue
+			}
+			if err := ipIn(ctx, n.Netns, "-6", "route", "replace", peer.PodCIDR6.String(), "via", peer.IP6.String(), "dev", n.Uplink); err != nil {
+				return fmt.Errorf("route to %s IPv6 pods on %s: %w", peer.Name, n.Name, err)
+			}
 		}
 	}
 	return nil
 }
 
 // writeBridgeConf writes node n's bridge configuration; the pods' interfaces and the bridge
-// get the underlay's MTU, mtu, which nothing encapsulates.
-func writeBridgeConf(n Node, mtu int) error {
+// get the underlay's MTU, which nothing encapsulates, and an address of each of the cluster's
+// families.
+func writeBridgeConf(n Node, c Cluster) error {
 	conf := map[string]any{
 		"cniVersion": "1.0.0",
 		// The network name is per node because host-local keys its state by it; a shared name
@@ -58,12 +65,12 @@ func writeBridgeConf(n Node, mtu int) error {
 				"isGateway":   true,
 				"ipMasq":      false,
 				"hairpinMode": true,
-				"mtu":         mtu,
+				"mtu":         c.MTU,
 				"ipam": map[string]any{
 					"type":    "host-local",
 					"dataDir": filepath.Join(n.DataDir, "ipam"),
-					"ranges":  [][]map[string]string{{{"subnet": n.PodCIDR.String(), "gateway": n.Gateway.String()}}},
-					"routes":  []map[string]string{{"dst": "0.0.0.0/0"}},
+					"ranges":  c.podRanges(n),
+					"routes":  c.defaultRoutes(),
 				},
 			},
 			map[string]any{"type": "portmap", "capabilities": map[string]bool{"portMappings": true}},

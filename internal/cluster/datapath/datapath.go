@@ -10,18 +10,25 @@ import (
 	"os/exec"
 	"sort"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Node is what a datapath needs to know of one node.
 type Node struct {
-	Name       string     // Kubernetes node name
-	Netns      string     // network namespace under /run/netns
-	Uplink     string     // the node's underlay interface inside its namespace
-	IP         net.IP     // underlay address
-	PodCIDR    *net.IPNet // the node's pod subnet
-	Gateway    net.IP     // first address of PodCIDR, the pods' default gateway
-	CNIConfDir string     // where the node's container runtime reads CNI configuration
-	DataDir    string     // node-private state (e.g. host-local IPAM allocations)
+	Name    string     // Kubernetes node name
+	Netns   string     // network namespace under /run/netns
+	Uplink  string     // the node's underlay interface inside its namespace
+	IP      net.IP     // underlay address
+	PodCIDR *net.IPNet // the node's pod subnet
+	Gateway net.IP     // first address of PodCIDR, the pods' default gateway
+	// IP6, PodCIDR6 and Gateway6 are the IPv6 counterparts of IP, PodCIDR and Gateway; nil on
+	// an IPv4-only cluster.
+	IP6        net.IP
+	PodCIDR6   *net.IPNet
+	Gateway6   net.IP
+	CNIConfDir string // where the node's container runtime reads CNI configuration
+	DataDir    string // node-private state (e.g. host-local IPAM allocations)
 }
 
 // Cluster is what a datapath needs to know of the cluster.
@@ -41,6 +48,36 @@ type Cluster struct {
 	// MTU is the underlay's: every node's uplink has it, and a datapath sizes its pods'
 	// interfaces from it, less its encapsulation's overhead.
 	MTU int
+	// Family is the cluster's IP family: lab.IPv4, lab.IPv6 (pods get IPv6 addresses only) or
+	// lab.DualStack (both, IPv4 first). The underlay carries IPv4 in every family.
+	Family string
+	// ClusterCIDR6 covers the nodes' IPv6 pod subnets; nil on an IPv4-only cluster.
+	ClusterCIDR6 *net.IPNet
+}
+
+// podRanges are node n's pod subnets with their gateways, in the cluster's family order: the
+// shape host-local IPAM's ranges take.
+func (c Cluster) podRanges(n Node) [][]map[string]string {
+	var out [][]map[string]string
+	if c.Family != lab.IPv6 {
+		out = append(out, []map[string]string{{"subnet": n.PodCIDR.String(), "gateway": n.Gateway.String()}})
+	}
+	if n.PodCIDR6 != nil {
+		out = append(out, []map[string]string{{"subnet": n.PodCIDR6.String(), "gateway": n.Gateway6.String()}})
+	}
+	return out
+}
+
+// defaultRoutes are the pods' default routes, one per family they have.
+func (c Cluster) defaultRoutes() []map[string]string {
+	var out []map[string]string
+	if c.Family != lab.IPv6 {
+		out = append(out, map[string]string{"dst": "0.0.0.0/0"})
+	}
+	if c.ClusterCIDR6 != nil {
+		out = append(out, map[string]string{"dst": "::/0"})
+	}
+	return out
 }
 
 // vxlanOverhead is what VXLAN over IPv4 adds to a packet: outer IPv4, UDP, VXLAN and inner

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Flannel backends this kernel supports (no udp: it needs a cgo build; the cloud backends
@@ -81,10 +82,17 @@ func (f Flannel) setupFlanneld(c Cluster) error {
 	if c.ClusterCIDR == nil {
 		return errors.New("flannel: the cluster has no cluster CIDR")
 	}
-	netConf, err := json.MarshalIndent(map[string]any{
+	conf := map[string]any{
 		"Network": c.ClusterCIDR.String(),
 		"Backend": map[string]any{"Type": f.Backend},
-	}, "", "  ")
+	}
+	if c.ClusterCIDR6 != nil {
+		// flanneld then takes each node's IPv6 pod CIDR too, and (vxlan) tunnels IPv6 between
+		// the nodes' IPv6 addresses on a device of its own, flannel-v6.1.
+		conf["EnableIPv6"], conf["IPv6Network"] = true, c.ClusterCIDR6.String()
+		conf["EnableIPv4"] = c.Family != lab.IPv6
+	}
+	netConf, err := json.MarshalIndent(conf, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode flannel net-conf.json: %w", err)
 	}

@@ -1,6 +1,7 @@
 package datapath
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func flannelTestCluster(t *testing.T) Cluster {
@@ -166,6 +169,32 @@ func TestFlannelDaemons(t *testing.T) {
 		}
 		if !d.Ready() {
 			t.Errorf("%s not ready with its subnet file", d.Name)
+		}
+	}
+}
+
+func TestFlannelNetConfOfEachFamily(t *testing.T) {
+	_, v6, _ := net.ParseCIDR("fdcb:0:230:100::/56")
+	for family, want := range map[string]string{
+		lab.IPv4:      `{"Backend":{"Type":"vxlan"},"Network":"10.230.128.0/17"}`,
+		lab.DualStack: `{"Backend":{"Type":"vxlan"},"EnableIPv4":true,"EnableIPv6":true,"IPv6Network":"fdcb:0:230:100::/56","Network":"10.230.128.0/17"}`,
+		lab.IPv6:      `{"Backend":{"Type":"vxlan"},"EnableIPv4":false,"EnableIPv6":true,"IPv6Network":"fdcb:0:230:100::/56","Network":"10.230.128.0/17"}`,
+	} {
+		c := flannelTestCluster(t)
+		c.Family = family
+		if family != lab.IPv4 {
+			c.ClusterCIDR6 = v6
+		}
+		if err := (Flannel{Backend: FlannelVXLAN}).Setup(context.Background(), c); err != nil {
+			t.Fatal(err)
+		}
+		data, err := os.ReadFile(filepath.Join(c.StateDir, "flannel", "net-conf.json"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, data); err != nil || compact.String() != want {
+			t.Errorf("%s: net-conf.json %s, want %s (%v)", family, compact.String(), want, err)
 		}
 	}
 }

@@ -41,6 +41,9 @@ type Snapshot struct {
 	Routes []string
 	// Rules holds IPv4 and IPv6 policy routing rules.
 	Rules []string
+	// Neighbours holds the root namespace's permanent and proxy ARP and NDP entries, and any
+	// entry for an address in the lab's ranges (10.200.0.0-10.254.255.255, fdcb::/16).
+	Neighbours []string
 	// Firewall holds nftables tables (with a content hash) and
 	// iptables-legacy / iptables-nft rules of the root namespace.
 	Firewall []string
@@ -82,6 +85,7 @@ func (s *Snapshot) categories() []category {
 		{"addrs", &s.Addrs},
 		{"routes", &s.Routes},
 		{"rules", &s.Rules},
+		{"neighbours", &s.Neighbours},
 		{"firewall", &s.Firewall},
 		{"mounts", &s.Mounts},
 		{"cgroups", &s.Cgroups},
@@ -106,6 +110,7 @@ func Take(ctx context.Context) (Snapshot, error) {
 		{"addresses", takeAddrs},
 		{"routes", takeRoutes},
 		{"rules", takeRules},
+		{"neighbours", takeNeighbours},
 		{"firewall", takeFirewall},
 		{"mounts", takeMounts},
 		{"cgroups", takeCgroups},

@@ -193,6 +193,28 @@ func TestParseLinksAndAddrs(t *testing.T) {
 	}
 }
 
+func TestParseNeighbours(t *testing.T) {
+	out := []byte(`[{"dst":"192.0.2.1","dev":"eth0","lladdr":"52:54:00:12:34:56","state":["REACHABLE"]},
+{"dst":"10.200.0.1","dev":"cnb-a","lladdr":"aa:bb:cc:dd:ee:ff","state":["STALE"]},
+{"dst":"fdcb:0:200::1","dev":"cnb-a","state":["FAILED"]},
+{"dst":"2001:db8::1","dev":"eth0","lladdr":"52:54:00:12:34:56","router":null,"state":["PERMANENT"]}]`)
+	got, err := parseNeighbours(out, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{"neigh cnb-a 10.200.0.1", "neigh cnb-a fdcb:0:200::1", "neigh eth0 2001:db8::1 permanent"}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("parseNeighbours = %q, want %q", got, want)
+	}
+	proxy, err := parseNeighbours([]byte(`[{"dst":"fd00::5","dev":"eth0","proxy":null}]`), true)
+	if err != nil || !reflect.DeepEqual(proxy, []string{"neigh-proxy eth0 fd00::5"}) {
+		t.Fatalf("proxy entries = %q, %v", proxy, err)
+	}
+	if _, err := parseNeighbours([]byte("nope"), false); err == nil {
+		t.Fatal("parseNeighbours accepted invalid JSON")
+	}
+}
+
 func TestProcessMatching(t *testing.T) {
 	daemons, toolchain := daemonNames(), toolchainNames()
 	cases := []struct {

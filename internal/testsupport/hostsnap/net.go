@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/netip"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -304,4 +306,64 @@ func takeRules(ctx context.Context, s *Snapshot) error {
 		}
 	}
 	return nil
+}
+
+// ipNeigh is the subset of `ip -j neigh show` output that identifies an entry.
+type ipNeigh struct {
+	Dst   string    `json:"dst"`
+	Dev   string    `json:"dev"`
+	State []string  `json:"state"`
+	Proxy *struct{} `json:"proxy"`
+}
+
+func takeNeighbours(ctx context.Context, s *Snapshot) error {
+	for _, args := range [][]string{{"-j", "neigh", "show"}, {"-j", "neigh", "show", "proxy"}} {
+		for _, fam := range []string{"-4", "-6"} {
+			out, err := run(ctx, "ip", append([]string{fam}, args...)...)
+			if err != nil {
+				return err
+			}
+			entries, err := parseNeighbours(out, len(args) == 4)
+			if err != nil {
+				return err
+			}
+			s.Neighbours = append(s.Neighbours, entries...)
+		}
+	}
+	return nil
+}
+
+// parseNeighbours turns `ip -j neigh show [proxy]` output into "neigh DEV ADDR" entries for
+// the ones a program put there (permanent, proxy) and any for a lab address. The state of a
+// learned entry is left out: it changes on its own.
+func parseNeighbours(out []byte, proxy bool) ([]string, error) {
+	var list []ipNeigh
+	if err := json.Unmarshal(out, &list); err != nil {
+		return nil, fmt.Errorf("parse ip neigh json: %w", err)
+	}
+	var entries []string
+	for _, n := range list {
+		switch {
+		case proxy:
+			entries = append(entries, "neigh-proxy "+n.Dev+" "+n.Dst)
+		case slices.Contains(n.State, "PERMANENT"):
+			entries = append(entries, "neigh "+n.Dev+" "+n.Dst+" permanent")
+		case labAddress(n.Dst):
+			entries = append(entries, "neigh "+n.Dev+" "+n.Dst)
+		}
+	}
+	return entries, nil
+}
+
+// labAddress reports whether an address lies in the ranges cnibench's clusters take.
+func labAddress(s string) bool {
+	ip, err := netip.ParseAddr(s)
+	if err != nil {
+		return false
+	}
+	if ip.Is4() {
+		b := ip.As4()
+		return b[0] == 10 && b[1] >= 200 && b[1] <= 254
+	}
+	return netip.MustParsePrefix("fdcb::/16").Contains(ip)
 }

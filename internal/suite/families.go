@@ -1,0 +1,131 @@
+package suite
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/lab"
+)
+
+// familiesOf is the IP families a target's traffic takes: its own, else the suite's.
+func (s Suite) familiesOf(t Target) []string {
+	if len(t.Families) > 0 {
+		return t.Families
+	}
+	return s.Families
+}
+
+// MeasuresIPv6 reports whether any target's traffic takes IPv6, by its families or, with none
+// listed, by its local cluster's family.
+func (s Suite) MeasuresIPv6() bool {
+	for _, t := range s.Targets {
+		if slices.Contains(s.familiesOf(t), lab.IPv6) || (t.Local != nil && t.Local.IPFamily == lab.IPv6 && len(s.familiesOf(t)) == 0) {
+			return true
+		}
+	}
+	return slices.Contains(s.Families, lab.IPv6)
+}
+
+// clusterFamily is the local cluster family that carries every family in list: dual for both.
+func clusterFamily(list []string) string {
+	switch {
+	case slices.Contains(list, lab.IPv4) && slices.Contains(list, lab.IPv6):
+		return lab.DualStack
+	case slices.Contains(list, lab.IPv6):
+		return lab.IPv6
+	}
+	return ""
+}
+
+// withFamilies gives each local target whose cluster family is unset the family its traffic
+// needs, and pins the tool of every workload whose default engine cannot carry IPv6 in a suite
+// that measures IPv6, so that both families are measured by one tool.
+func (s Suite) withFamilies() Suite {
+	for i, t := range s.Targets {
+		if t.Local != nil && t.Local.IPFamily == "" {
+			if f := clusterFamily(s.familiesOf(t)); f != "" {
+				l := *t.Local
+				l.IPFamily = f
+				s.Targets[i].Local = &l
+			}
+		}
+	}
+	if !s.MeasuresIPv6() {
+		return s
+	}
+	s.Workloads = slices.Clone(s.Workloads)
+	for i, w := range s.Workloads {
+		if w.Tool != "" {
+			continue
+		}
+		if e, err := engine.For(w.Engine(s.Duration.Duration)); err == nil && !engine.CarriesIPv6(e) {
+			s.Workloads[i].Tool = engine.NameCnibench
+		}
+	}
+	return s
+}
+
+// validateFamilies checks the families lists: known families, each once; a local cluster
+// whose family carries them; no egress or gateway path over IPv6 (the local external host and
+// the split are IPv4), and no workload whose named tool cannot carry IPv6.
+func (s Suite) validateFamilies() []error {
+	errs := checkFamilies("families", s.Families)
+	for i, t := range s.Targets {
+		field := fmt.Sprintf("targets[%d].families", i)
+		errs = append(errs, checkFamilies(field, t.Families)...)
+		if len(t.Families) == 0 {
+			field = "families"
+		}
+		fams := s.familiesOf(t)
+		if t.Local == nil {
+			continue
+		}
+		if t.Local.IPFamily == "" {
+			// The cluster the run would build for them.
+			if err := lab.CheckIPFamily(clusterFamily(fams), t.Local.Datapath); err != nil {
+				errs = append(errs, fmt.Errorf("%s: target %s's traffic in %s needs a cluster of that family: %w", field, t.Name, strings.Join(fams, " and "), err))
+			}
+			continue
+		}
+		for _, f := range fams {
+			if !lab.HasFamily(t.Local.IPFamily, f) {
+				errs = append(errs, fmt.Errorf("%s: target %s's local cluster is %s (local.ipFamily): expected %s or dual there, or leave ipFamily out", field, t.Name, t.Local.IPFamily, f))
+			}
+		}
+	}
+	if !s.MeasuresIPv6() {
+		return errs
+	}
+	for i, p := range s.Paths {
+		switch {
+		case IsEgress(p):
+			errs = append(errs, fmt.Errorf("paths[%d]: %s: the egress paths reach an external host over IPv4 only; expected no egress path in a suite that measures IPv6", i, p))
+		case p == Gateway:
+			errs = append(errs, fmt.Errorf("paths[%d]: %s: the Gateway API split is measured over IPv4 only; expected no gateway path in a suite that measures IPv6", i, p))
+		}
+	}
+	for i, w := range s.Workloads {
+		if w.Tool == "" {
+			continue
+		}
+		if e, err := engine.ByName(w.Tool); err == nil && !engine.CarriesIPv6(e) {
+			errs = append(errs, fmt.Errorf("workloads[%d].tool: %s cannot carry IPv6; expected tool: %s (or leave it out) in a suite that measures IPv6", i, w.Tool, engine.NameCnibench))
+		}
+	}
+	return errs
+}
+
+// checkFamilies checks one list: ipv4 or ipv6, each once.
+func checkFamilies(field string, list []string) []error {
+	var errs []error
+	for i, f := range list {
+		if !slices.Contains(lab.TrafficFamilies(), f) {
+			errs = append(errs, fmt.Errorf("%s[%d]: %q: expected %s", field, i, f, strings.Join(lab.TrafficFamilies(), " or ")))
+		} else if slices.Index(list, f) != i {
+			errs = append(errs, fmt.Errorf("%s[%d]: %s is listed twice", field, i, f))
+		}
+	}
+	return errs
+}
