@@ -90,7 +90,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringSliceVar(&o.Overrides.CRIs, "cri", nil, "local clusters' CRI: containerd, crio; several compare them side by side, a cluster each")
 	f.StringSliceVar(&o.Overrides.Runtimes, "runtimes", nil, "compare runtimes side by side in each cluster, samples interleaved: RuntimeClass names (local clusters: runc, crun, runsc, youki)")
 	f.StringSliceVar(&o.Overrides.Families, "families", nil, "compare IP families side by side in each cluster, samples interleaved: ipv4, ipv6 (a local cluster is then built dual-stack or IPv6-only; docs/measuring.md)")
-	f.StringSliceVar(&o.Overrides.Tunings, "tunings", nil, "compare kernel tuning profiles side by side in each local cluster, samples interleaved: default, throughput, latency or YAML files (docs/measuring.md)")
+	f.StringSliceVar(&o.Overrides.Tunings, "tunings", nil, "compare kernel tuning profiles side by side in each local cluster, samples interleaved: default, throughput, latency, no-offloads, veth-gro or YAML files (docs/measuring.md)")
 	f.StringVar(&o.Runner.Placement.Selector, "node-selector", "", "label selector for the two nodes")
 	f.StringVar(&nodes, "nodes", "", "node names: client node,server node[,more nodes to spread pairs over]")
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")

@@ -70,11 +70,11 @@ func (p Plan) PodGateway(i int) net.IP {
 	return net.IPv4(10, p.octet(), byte(128+i), 1).To4()
 }
 
-// The IPv6 plan mirrors the IPv4 one inside a unique local /48 whose third group spells the
-// IPv4 block's second octet (10.200.0.0/16: fdcb:0:200::/48), so the two read alike. The
-// underlay keeps its IPv4 addresses in every family: the root namespace reaches the API server
-// over IPv4 alone, and its end of the root veth has IPv6 disabled.
-
+// v6 is an address of the IPv6 plan, which mirrors the IPv4 one inside a unique local /48
+// whose third group spells the IPv4 block's second octet (10.200.0.0/16: fdcb:0:200::/48), so
+// the two read alike. The underlay keeps its IPv4 addresses in every family: the root
+// namespace reaches the API server over IPv4 alone, and its end of the root veth has IPv6
+// disabled.
 func (p Plan) v6(group3 int, rest string) net.IP {
 	return net.ParseIP(fmt.Sprintf("fdcb:0:%d:%x::%s", p.octet(), group3, rest))
 }
@@ -109,8 +109,7 @@ func (p Plan) PodCIDR6(i int) *net.IPNet { return v6Net(p.v6(0x100+i, ""), 64) }
 // PodGateway6 is the first address of PodCIDR6(i), held by the node's pod bridge.
 func (p Plan) PodGateway6(i int) net.IP { return p.v6(0x100+i, "1") }
 
-// HasIPv4 and HasIPv6 say which families the cluster's Kubernetes addresses (nodes, pods,
-// Services) come from.
+// HasIPv4 reports whether the cluster has IPv4 nodes, pods and Services.
 func (p Plan) HasIPv4() bool { return p.Family != lab.IPv6 }
 
 // HasIPv6 reports whether the cluster has IPv6 nodes, pods and Services.
@@ -152,6 +151,15 @@ func (p Plan) PodCIDRs(i int) []*net.IPNet { return families(p, p.PodCIDR(i), p.
 
 // DNSServiceIPs are kube-dns's ClusterIPs, primary first.
 func (p Plan) DNSServiceIPs() []net.IP { return families(p, p.DNSServiceIP(), p.DNSServiceIP6()) }
+
+// ListenAll is the address a control-plane daemon binds to take connections of every family
+// the cluster has: "::" takes IPv4 as well.
+func (p Plan) ListenAll() string {
+	if p.HasIPv6() {
+		return "::"
+	}
+	return "0.0.0.0"
+}
 
 // APIServerIP is the address the API server advertises, of the primary family: the kubernetes
 // Service's endpoint must be of its ClusterIP's family.

@@ -75,8 +75,8 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		c.kube("kube-apiserver"),
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--advertise-address=" + p.APIServerIP().String(),
-		// "::" listens on IPv4 as well: the root namespace and the nodes reach it over IPv4.
-		"--bind-address=" + map[bool]string{false: "0.0.0.0", true: "::"}[p.HasIPv6()], "--secure-port=6443",
+		// The root namespace and the nodes reach it over IPv4 in every family.
+		"--bind-address=" + p.ListenAll(), "--secure-port=6443",
 		"--service-cluster-ip-range=" + joined(p.ServiceCIDRs()),
 		"--client-ca-file=" + pk("ca.crt"),
 		"--tls-cert-file=" + pk("apiserver.crt"), "--tls-private-key-file=" + pk("apiserver.key"),
@@ -121,11 +121,12 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--service-cluster-ip-range="+joined(p.ServiceCIDRs()),
 		"--cluster-cidr="+joined(p.ClusterCIDRs()),
 		fmt.Sprintf("--allocate-node-cidrs=%t", c.dp.AllocateNodeCIDRs()),
-		// The plan's node subnets: a /24 of IPv4, a /64 of IPv6.
-		"--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64",
 		// Without a cloud provider the route controller would only complain.
 		"--configure-cloud-routes=false",
 	)
+	// The plan's node subnets, a /24 of IPv4 and a /64 of IPv6; the controller-manager refuses
+	// the flag of a family the cluster has not.
+	cmArgs = append(cmArgs, families(p, "--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64")...)
 	_, err = c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
 		argv: append([]string{c.kube("kube-controller-manager")}, cmArgs...)})
 	if err != nil {

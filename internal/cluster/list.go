@@ -44,11 +44,19 @@ func List(ctx context.Context, l Layout) ([]Info, error) {
 		}
 		infos = append(infos, Info{
 			Name: n, Nodes: s.Nodes, Datapath: s.Datapath, ProxyMode: s.ProxyMode,
-			Kubernetes: s.Kubernetes(), Cgroups: s.Cgroups, Subnet: s.Plan().Block().String(), Status: s.Status, Age: time.Since(s.Created),
+			Kubernetes: s.Kubernetes(), Cgroups: s.Cgroups, Subnet: subnets(s.Plan()), Status: s.Status, Age: time.Since(s.Created),
 			Health: health(ctx, l, s), Kubeconfig: l.Kubeconfig(n),
 		})
 	}
 	return infos, nil
+}
+
+// subnets is the cluster's IPv4 block, with its IPv6 one where it has IPv6.
+func subnets(p Plan) string {
+	if p.HasIPv6() {
+		return p.Block().String() + "," + p.Block6().String()
+	}
+	return p.Block().String()
 }
 
 // health says whether the cluster's daemons run and its nodes are Ready.

@@ -223,6 +223,11 @@ func (c *creator) importImages(ctx context.Context, i int, archives ...string) e
 func (c *creator) startKubelet(ctx context.Context, i int) error {
 	s, p := c.spec, c.spec.Plan()
 	dir, pkiDir, node := c.nodeDir(i), c.layout.pkiDir(s.Name), s.NodeName(i)
+	// An IPv6 node is reached at its IPv6 address: the kubelet then listens on both.
+	address := p.NodeIP(i).String()
+	if p.HasIPv6() {
+		address = p.ListenAll()
+	}
 	cfg := map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"kind":       "KubeletConfiguration",
@@ -231,9 +236,8 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 			"webhook":   map[string]any{"enabled": true},
 			"x509":      map[string]any{"clientCAFile": filepath.Join(pkiDir, "ca.crt")},
 		},
-		"authorization": map[string]any{"mode": "Webhook"},
-		// IPv6 nodes are reached at their IPv6 address: the kubelet listens on both.
-		"address":                  map[bool]string{false: p.NodeIP(i).String(), true: "::"}[p.HasIPv6()],
+		"authorization":            map[string]any{"mode": "Webhook"},
+		"address":                  address,
 		"readOnlyPort":             0,
 		"healthzBindAddress":       "127.0.0.1",
 		"tlsCertFile":              filepath.Join(pkiDir, "kubelet-"+node+".crt"),

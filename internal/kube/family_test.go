@@ -76,3 +76,23 @@ func TestCheckFamilyNamesWhatTheNodesHave(t *testing.T) {
 		t.Errorf("NodeFamilies of an IPv6-primary node = %s", got)
 	}
 }
+
+func TestNetAdminForOffloads(t *testing.T) {
+	s := FixtureSpec{NetAdmin: true, Servers: [][]Server{{{Name: "srv0-iperf3", Port: 20000}}}, RunID: "r"}
+	for _, role := range []string{RoleClient, RoleServerB, RoleHostClient} {
+		p := s.pod(role, 0)
+		for _, c := range p.Spec.Containers {
+			caps := c.SecurityContext
+			has := caps != nil && caps.Capabilities != nil && len(caps.Capabilities.Add) == 1 && caps.Capabilities.Add[0] == "NET_ADMIN"
+			if has == p.Spec.HostNetwork {
+				t.Errorf("%s container %s: NET_ADMIN %v on the host network %v", role, c.Name, has, p.Spec.HostNetwork)
+			}
+		}
+	}
+	if s.namespaceLabels()[LabelPodSecurityEnforce] != PodSecurityPrivileged {
+		t.Error("a namespace for pods with CAP_NET_ADMIN is not privileged")
+	}
+	if (FixtureSpec{}).pod(RoleClient, 0).Spec.Containers[0].SecurityContext != nil {
+		t.Error("a fixture without offloads adds capabilities")
+	}
+}

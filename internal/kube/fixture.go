@@ -85,6 +85,9 @@ type FixtureSpec struct {
 	// Sysctls are set in the network namespace of every pod not on the host network (a
 	// tuning profile's), beside the fixture's own.
 	Sysctls map[string]string
+	// NetAdmin gives the containers of every pod not on the host network CAP_NET_ADMIN in
+	// their own network namespace, for a tuning profile's offloads on the pod's interface.
+	NetAdmin bool
 }
 
 // stages returns the pair counts the pods come up in, ending with Up (every pair by default).
@@ -312,6 +315,12 @@ func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
 	if !isServer || role == RoleLocal {
 		p.Spec.Containers = append(p.Spec.Containers, s.container(ClientContainer, clientIdle(), 0))
 	}
+	if s.NetAdmin && !p.Spec.HostNetwork {
+		for i := range p.Spec.Containers {
+			p.Spec.Containers[i].SecurityContext = &corev1.SecurityContext{
+				Capabilities: &corev1.Capabilities{Add: []corev1.Capability{"NET_ADMIN"}}}
+		}
+	}
 	return p
 }
 
@@ -486,7 +495,9 @@ func (s FixtureSpec) setFamily(spec *corev1.ServiceSpec) {
 	if s.Family == "" {
 		return
 	}
-	single := corev1.IPFamilyPolicySingleStack
-	spec.IPFamilyPolicy = &single
-	spec.IPFamilies = []corev1.IPFamily{map[bool]corev1.IPFamily{false: corev1.IPv4Protocol, true: corev1.IPv6Protocol}[s.Family == lab.IPv6]}
+	single, family := corev1.IPFamilyPolicySingleStack, corev1.IPv4Protocol
+	if s.Family == lab.IPv6 {
+		family = corev1.IPv6Protocol
+	}
+	spec.IPFamilyPolicy, spec.IPFamilies = &single, []corev1.IPFamily{family}
 }

@@ -36,13 +36,14 @@ func (s FixtureSpec) NeedsHostNetwork() bool {
 }
 
 // needsPrivileged reports whether the fixture's pods need Pod Security's privileged level:
-// host-network pods, or sysctls its baseline level refuses.
+// host-network pods, sysctls its baseline level refuses, or CAP_NET_ADMIN.
 func (s FixtureSpec) needsPrivileged() bool {
-	return s.NeedsHostNetwork() || len(tuning.Unsafe(s.Sysctls)) > 0
+	return s.NeedsHostNetwork() || len(tuning.Unsafe(s.Sysctls)) > 0 || s.NetAdmin
 }
 
 // namespaceLabels are the labels of a namespace a run creates: its own, and Pod Security's
-// privileged level at all three modes when its pods need the host network or unsafe sysctls
+// privileged level at all three modes when its pods need the host network, unsafe sysctls or
+// CAP_NET_ADMIN
 // (warn and audit too, or a cluster whose default warns would print a warning per pod).
 func (s FixtureSpec) namespaceLabels() map[string]string {
 	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID}
@@ -69,9 +70,15 @@ func (c *Client) CheckPodSecurity(ctx context.Context, spec FixtureSpec, paths [
 			return err
 		}
 	}
+	var asks []string
 	if unsafe := tuning.Unsafe(spec.Sysctls); len(unsafe) > 0 {
-		what := fmt.Sprintf("pods with the sysctls %s, which the tuning sets and Kubernetes does not call safe", strings.Join(unsafe, ", "))
-		return c.dryRun(ctx, spec, spec.pod(RoleClient, 0), what)
+		asks = append(asks, fmt.Sprintf("the sysctls %s, which the tuning sets and Kubernetes does not call safe", strings.Join(unsafe, ", ")))
+	}
+	if spec.NetAdmin {
+		asks = append(asks, "CAP_NET_ADMIN, with which the tuning sets offloads on the pods' interfaces")
+	}
+	if len(asks) > 0 {
+		return c.dryRun(ctx, spec, spec.pod(RoleClient, 0), "pods with "+strings.Join(asks, " and "))
 	}
 	return nil
 }

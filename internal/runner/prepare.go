@@ -202,6 +202,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	spec := kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret, RuntimeClass: runtimeClass, Family: t.Family, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs, Sysctls: profile.Sysctls,
+		NetAdmin: len(profile.Offloads) > 0,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 		},
@@ -228,6 +229,11 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if ctx.Err() != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, ctx.Err())
 	}
+	offloads, err := r.applyOffloads(ctx, tg, t, profile)
+	if err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	maps.Copy(known, offloads)
 	if policy {
 		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, sets[0]); err != nil {
 			return tg, fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)

@@ -70,7 +70,7 @@ func (r *run) checkTuning(ctx context.Context, tg *target, p tuning.Profile) err
 // describeSysctls lists a profile's settings for a progress line.
 func describeSysctls(p tuning.Profile) string {
 	if len(p.Sysctls) == 0 {
-		return "the kernel's own values"
+		return "the kernel's own sysctls"
 	}
 	var out []string
 	for _, k := range p.Keys() {

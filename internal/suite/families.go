@@ -11,10 +11,7 @@ import (
 
 // familiesOf is the IP families a target's traffic takes: its own, else the suite's.
 func (s Suite) familiesOf(t Target) []string {
-	if len(t.Families) > 0 {
-		return t.Families
-	}
-	return s.Families
+	return ownOrSuite(t.Families, s.Families)
 }
 
 // MeasuresIPv6 reports whether any target's traffic takes IPv6, by its families or, with none

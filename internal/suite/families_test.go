@@ -59,6 +59,7 @@ func TestFamiliesValidation(t *testing.T) {
 		"targets: [{name: a, local: {ipFamily: ipv4}, families: [ipv4, ipv6]}]":                                                   "targets[0].families: target a's local cluster is ipv4 (local.ipFamily): expected ipv6 or dual there",
 		"targets: [{name: a, local: {datapath: cilium-vxlan, ipFamily: dual}}]\nfamilies: [ipv6]":                                 `ipFamily: "dual": datapath cilium-vxlan is built for IPv4 only here`,
 		"targets: [{name: a, local: {datapath: calico-vxlan}}]\nfamilies: [ipv4, ipv6]":                                           `ipFamily: "dual": datapath calico-vxlan is built for IPv4 only here`,
+		"tunings: [default, veth-gro]\npods: round\nworkloads: [{kind: tcp-stream}]":                                              "pods: round: a tuning's offloads are set on pods deployed once",
 		"families: [ipv4, ipv6]\nruntimes: [runc, crun, runsc]\npaths: [same-node]\npairs: [25]\nworkloads: [{kind: tcp-stream}]": "6 runtime, tuning and family variants put 300 pods",
 	} {
 		_, err := Parse([]byte(yaml))

@@ -15,10 +15,7 @@ import (
 
 // runtimesOf is the runtimes a target is measured under: its own, else the suite's.
 func (s Suite) runtimesOf(t Target) []string {
-	if len(t.Runtimes) > 0 {
-		return t.Runtimes
-	}
-	return s.Runtimes
+	return ownOrSuite(t.Runtimes, s.Runtimes)
 }
 
 // validateRuntimes checks the runtimes lists: RuntimeClass names, each once, and on a local

@@ -485,6 +485,15 @@ func (s Suite) Expand() Suite {
 	return s
 }
 
+// ownOrSuite is a target's own list of a dimension, else the suite's: a target's list
+// replaces the suite's.
+func ownOrSuite(own, suite []string) []string {
+	if len(own) > 0 {
+		return own
+	}
+	return suite
+}
+
 // orNone is list, or one empty entry for an empty list: one variant without the dimension.
 func orNone(list []string) []string {
 	if len(list) == 0 {

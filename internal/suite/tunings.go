@@ -10,10 +10,7 @@ import (
 
 // tuningsOf is the tuning profiles a target is measured under: its own, else the suite's.
 func (s Suite) tuningsOf(t Target) []string {
-	if len(t.Tunings) > 0 {
-		return t.Tunings
-	}
-	return s.Tunings
+	return ownOrSuite(t.Tunings, s.Tunings)
 }
 
 // tuningName is the name a tuning reference gives a target: a builtin's name, or a file's
@@ -45,6 +42,9 @@ func (s Suite) validateTunings() []error {
 			errs = append(errs, fmt.Errorf("%s: target %s is a remote cluster: tuning profiles apply to local clusters (a remote cluster's settings are recorded, never changed)", field, t.Name))
 		}
 	}
+	if s.PerRound() && s.setsOffloads() {
+		errs = append(errs, fmt.Errorf("pods: round: a tuning's offloads are set on pods deployed once; expected pods: run with offloads"))
+	}
 	if tuned {
 		for i, p := range s.Paths {
 			if p == HostNetwork {
@@ -71,4 +71,16 @@ func checkTunings(field string, list []string) []error {
 		seen[p.Name] = true
 	}
 	return errs
+}
+
+// setsOffloads reports whether a tuning of any target sets offloads.
+func (s Suite) setsOffloads() bool {
+	for _, t := range s.Targets {
+		for _, ref := range s.tuningsOf(t) {
+			if p, err := tuning.Load(ref); err == nil && len(p.Offloads) > 0 {
+				return true
+			}
+		}
+	}
+	return false
 }

@@ -1,7 +1,7 @@
 // Package tuning is the kernel tuning a run compares: named profiles of TCP settings that
 // live in each network namespace, applied to a local cluster's pods through the pods' own
 // sysctls (the kubelet has the runtime write them in the pod's namespace, never the host's),
-// and read back from inside the pods.
+// and of offloads on the pods' veths, read back from inside the pods and their nodes.
 package tuning
 
 import (
@@ -27,6 +27,32 @@ type Profile struct {
 	// Sysctls maps a sysctl (dotted, net.ipv4.tcp_rmem) to its value as the kernel prints it,
 	// fields separated by blanks.
 	Sysctls map[string]string `json:"sysctls,omitempty"`
+	// Offloads maps an offload of OffloadNames (gro, gso, tso) to on or off, set on both ends
+	// of every pod's veth: inside the pod, and on the node. The devices the nodes share
+	// (bridge, uplink, tunnel) keep theirs, since a cluster's profiles share its nodes.
+	Offloads map[string]string `json:"offloads,omitempty"`
+}
+
+// OffloadNames maps the offloads a profile may set, by their `ethtool -K` names, to the
+// features `ethtool -k` reports them as.
+func OffloadNames() map[string]string {
+	return map[string]string{
+		"gro": "generic-receive-offload",
+		"gso": "generic-segmentation-offload",
+		"tso": "tcp-segmentation-offload",
+	}
+}
+
+// SortedOffloads returns the names of the profile's offloads, sorted.
+func SortedOffloads(p Profile) []string { return slices.Sorted(maps.Keys(p.Offloads)) }
+
+// OffloadArgs are the profile's offloads as `ethtool -K DEV` takes them, sorted by name.
+func (p Profile) OffloadArgs() []string {
+	var out []string
+	for _, k := range SortedOffloads(p) {
+		out = append(out, k, p.Offloads[k])
+	}
+	return out
 }
 
 // Builtin lists the profiles that come with the tool.
@@ -37,6 +63,10 @@ func Builtin() []Profile {
 			Sysctls: map[string]string{"net.ipv4.tcp_rmem": "4096 131072 67108864", "net.ipv4.tcp_wmem": "4096 131072 67108864"}},
 		{Name: "latency", Description: "no autocorking, a 16 KiB limit on unsent data, no slow start after idle",
 			Sysctls: map[string]string{"net.ipv4.tcp_autocorking": "0", "net.ipv4.tcp_notsent_lowat": "16384", "net.ipv4.tcp_slow_start_after_idle": "0"}},
+		{Name: "no-offloads", Description: "no segmentation offload (TSO, GSO) on the pods' veths: every segment crosses the stack at the MTU's size, as through a NIC without them",
+			Offloads: map[string]string{"gso": "off", "tso": "off"}},
+		{Name: "veth-gro", Description: "GRO on both ends of the pods' veths (off by default): the receiving end then coalesces segments in NAPI",
+			Offloads: map[string]string{"gro": "on"}},
 	}
 }
 
@@ -118,6 +148,15 @@ func Parse(data []byte) (Profile, error) {
 	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &p); err != nil {
 		return Profile{}, err
 	}
+	// YAML reads an unquoted on and off as booleans.
+	for k, v := range p.Offloads {
+		switch v {
+		case "true":
+			p.Offloads[k] = "on"
+		case "false":
+			p.Offloads[k] = "off"
+		}
+	}
 	return p, p.Validate()
 }
 
@@ -132,6 +171,14 @@ func (p Profile) Validate() error {
 		}
 		if Normalize(p.Sysctls[k]) == "" {
 			return fmt.Errorf("sysctls: %s: expected a value", k)
+		}
+	}
+	for _, k := range slices.Sorted(maps.Keys(p.Offloads)) {
+		if _, ok := OffloadNames()[k]; !ok {
+			return fmt.Errorf("offloads: %s: expected one of %s", k, strings.Join(slices.Sorted(maps.Keys(OffloadNames())), ", "))
+		}
+		if v := p.Offloads[k]; v != "on" && v != "off" {
+			return fmt.Errorf("offloads: %s: %q: expected on or off", k, v)
 		}
 	}
 	return nil

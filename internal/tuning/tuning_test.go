@@ -38,16 +38,21 @@ func TestLoadErrors(t *testing.T) {
 		return p
 	}
 	for ref, want := range map[string]string{
-		"jumbo": `expected a profile file (a path) or one of default, throughput, latency`,
+		"jumbo": `expected a profile file (a path) or one of default, throughput, latency, no-offloads, veth-gro`,
 		write("a.yaml", "name: big\nsysctls: {net.core.rmem_max: '9'}"): "net.core.rmem_max: expected one of the TCP settings",
 		write("b.yaml", "name: Big"):                                    `name: "Big": expected a name`,
 		write("c.yaml", "name: x\nsysctls: {net.ipv4.tcp_sack: ' '}"):   "net.ipv4.tcp_sack: expected a value",
 		write("d.yaml", "name: x\nsysctl: {}"):                          `unknown field "sysctl"`,
+		write("e.yaml", "name: x\noffloads: {lro: off}"):                `offloads: lro: expected one of gro, gso, tso`,
+		write("f.yaml", "name: x\noffloads: {gro: 'no'}"):               `offloads: gro: "no": expected on or off`,
 		filepath.Join(dir, "none.yaml"):                                 "no such file",
 	} {
 		if _, err := Load(ref); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("Load(%s) = %v, want an error containing %q", ref, err, want)
 		}
+	}
+	if p, err := Load(write("g.yaml", "name: lean\noffloads: {tso: off, gro: on}")); err != nil || strings.Join(p.OffloadArgs(), " ") != "gro on tso off" {
+		t.Errorf("Load(g.yaml) = %+v, %v; want the ethtool arguments gro on tso off", p, err)
 	}
 	p, err := Load(write("ok.yml", "name: wide\nsysctls:\n  net.ipv4.tcp_rmem: \"4096\t1000  2000\"\n"))
 	if err != nil || Normalize(p.Sysctls["net.ipv4.tcp_rmem"]) != "4096 1000 2000" {

@@ -20,7 +20,9 @@ import (
 	"github.com/cnibench/cnibench/internal/store"
 )
 
-// The IPv6 clusters: bridge IPv6-only, flannel-vxlan dual-stack.
+// The IPv6 clusters: flannel-vxlan IPv6-only (the controller-manager allocates the nodes'
+// IPv6 pod CIDRs, flanneld tunnels between the nodes' IPv6 addresses), bridge dual-stack (the
+// nodes' two pod CIDRs written by the cluster, routed by the node namespaces).
 const (
 	v6Cluster   = "cnb-fam6"
 	dualCluster = "cnb-famd"
@@ -30,10 +32,10 @@ const (
 // one over each family.
 const familySuite = `
 targets:
-  - name: bridge6
-    local: {cluster: cnb-fam6, datapath: bridge, ipFamily: ipv6}
-  - name: flannel-dual
-    local: {cluster: cnb-famd, datapath: flannel-vxlan, ipFamily: dual}
+  - name: flannel6
+    local: {cluster: cnb-fam6, datapath: flannel-vxlan, ipFamily: ipv6}
+  - name: bridge-dual
+    local: {cluster: cnb-famd, datapath: bridge, ipFamily: dual}
     families: [ipv4, ipv6]
 paths: [host-network, cross-node, pod-to-service, localhost]
 workloads: [{kind: tcp-stream}, {kind: tcp-rr, size: 64}]
@@ -59,8 +61,8 @@ func TestIPFamilies(t *testing.T) {
 // measures both families in one interleaved run and checks that each target's traffic took
 // its family's addresses. The caller checks the host clean after the delete.
 func testFamilies(ctx context.Context, t *testing.T, dir string) {
-	createClusters(ctx, t, []string{"--name", v6Cluster, "--datapath", "bridge", "--ip-family", "ipv6"},
-		[]string{"--name", dualCluster, "--datapath", "flannel-vxlan", "--ip-family", "dual"})
+	createClusters(ctx, t, []string{"--name", v6Cluster, "--datapath", "flannel-vxlan", "--ip-family", "ipv6"},
+		[]string{"--name", dualCluster, "--datapath", "bridge", "--ip-family", "dual"})
 	defer func() {
 		for _, name := range []string{v6Cluster, dualCluster} {
 			deleteCluster(ctx, t, name)
@@ -73,8 +75,8 @@ func testFamilies(ctx context.Context, t *testing.T, dir string) {
 			t.Errorf("no unreachable route for %s's %s in the root namespace (%v):\n%s", name, block, err, out)
 		}
 	}
-	t.Run("ipv6-only bridge", func(t *testing.T) { checkFamilyPaths(t, newWorkload(ctx, t, v6Cluster), []string{"ipv6"}) })
-	t.Run("dual-stack flannel-vxlan", func(t *testing.T) {
+	t.Run("ipv6-only flannel-vxlan", func(t *testing.T) { checkFamilyPaths(t, newWorkload(ctx, t, v6Cluster), []string{"ipv6"}) })
+	t.Run("dual-stack bridge", func(t *testing.T) {
 		checkFamilyPaths(t, newWorkload(ctx, t, dualCluster), []string{"ipv4", "ipv6"})
 	})
 	results := filepath.Join(dir, "families.db")
@@ -83,7 +85,7 @@ func testFamilies(ctx context.Context, t *testing.T, dir string) {
 	if doc.Run.Status != "complete" {
 		t.Fatalf("run status %q", doc.Run.Status)
 	}
-	wantNodes := map[string]string{"bridge6": "ipv6", "flannel-dual.ipv4": "ipv4,ipv6", "flannel-dual.ipv6": "ipv4,ipv6"}
+	wantNodes := map[string]string{"flannel6": "ipv6", "bridge-dual.ipv4": "ipv4,ipv6", "bridge-dual.ipv6": "ipv4,ipv6"}
 	for _, tg := range doc.Targets {
 		if got := tg.Fingerprint["node_a_ip_families"]; got != wantNodes[tg.Name] {
 			t.Errorf("target %s: node_a_ip_families %q, want %q", tg.Name, got, wantNodes[tg.Name])
@@ -163,8 +165,8 @@ func familyOfAddr(s string) string {
 var remoteHost = regexp.MustCompile(`"remote_host":\s*"([^"]+)"`)
 
 // checkSampleFamilies checks, in every iperf3 sample's own report, that the client connected
-// to an address of its target's family: IPv6 for bridge6 and flannel-dual.ipv6, IPv4 for
-// flannel-dual.ipv4, on every path (the node's address on the host network, ::1 on localhost,
+// to an address of its target's family: IPv6 for flannel6 and bridge-dual.ipv6, IPv4 for
+// bridge-dual.ipv4, on every path (the node's address on the host network, ::1 on localhost,
 // the Service's ClusterIP through it).
 func checkSampleFamilies(t *testing.T, samples []store.Sample) {
 	seen := map[string]int{}
@@ -187,7 +189,7 @@ func checkSampleFamilies(t *testing.T, samples []store.Sample) {
 		}
 		seen[s.Target+" "+s.Path]++
 	}
-	for _, tg := range []string{"bridge6", "flannel-dual.ipv4", "flannel-dual.ipv6"} {
+	for _, tg := range []string{"flannel6", "bridge-dual.ipv4", "bridge-dual.ipv6"} {
 		for _, p := range []string{"host-network", "cross-node", "pod-to-service", "localhost"} {
 			if seen[tg+" "+p] < 2 {
 				t.Errorf("%s %s: %d tcp-stream samples with iperf3's report, want 2", tg, p, seen[tg+" "+p])
