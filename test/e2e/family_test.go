@@ -90,6 +90,14 @@ func testFamilies(ctx context.Context, t *testing.T, dir string) {
 		if got := tg.Fingerprint["node_a_ip_families"]; got != wantNodes[tg.Name] {
 			t.Errorf("target %s: node_a_ip_families %q, want %q", tg.Name, got, wantNodes[tg.Name])
 		}
+		// The family of the Service the run created, from its ClusterIP.
+		want := "ipv6"
+		if strings.HasSuffix(tg.Name, ".ipv4") {
+			want = "ipv4"
+		}
+		if tg.Fingerprint["service_ip_family"] != want {
+			t.Errorf("target %s: service_ip_family %q, want %q", tg.Name, tg.Fingerprint["service_ip_family"], want)
+		}
 		delete(wantNodes, tg.Name)
 	}
 	if len(wantNodes) > 0 {
