@@ -172,12 +172,12 @@ func overlaps(a, b *net.IPNet) bool {
 
 // pickIndex returns the lowest index whose block is neither used by another cluster nor
 // overlapping a route the host already has.
-func pickIndex(used map[int]bool, hostRoutes []*net.IPNet) (int, error) {
+func pickIndex(used map[int]bool, hostRoutes []*net.IPNet, family string) (int, error) {
 	for i := 0; i < maxClusters; i++ {
 		if used[i] {
 			continue
 		}
-		if !clashes(Plan{Index: i}, hostRoutes) {
+		if clashes(Plan{Index: i, Family: family}, hostRoutes) == nil {
 			return i, nil
 		}
 	}
@@ -185,16 +185,16 @@ func pickIndex(used map[int]bool, hostRoutes []*net.IPNet) (int, error) {
 		firstBlockOctet, firstBlockOctet+maxClusters-1)
 }
 
-// clashes reports whether a host route other than a default one overlaps the plan's IPv4 or
-// IPv6 block (the IPv6 one is checked whatever the cluster's family, so that the index stays
-// free of both).
-func clashes(p Plan, hostRoutes []*net.IPNet) bool {
+// clashes returns the first host route other than a default one that overlaps the plan's
+// IPv4 block, or its IPv6 block where the cluster has IPv6 (a host route into unique local
+// space, a VPN's say, leaves IPv4 clusters alone); nil when none does.
+func clashes(p Plan, hostRoutes []*net.IPNet) *net.IPNet {
 	for _, r := range hostRoutes {
-		if !isDefault(r) && (overlaps(p.Block(), r) || overlaps(p.Block6(), r)) {
-			return true
+		if !isDefault(r) && (overlaps(p.Block(), r) || p.HasIPv6() && overlaps(p.Block6(), r)) {
+			return r
 		}
 	}
-	return false
+	return nil
 }
 
 func isDefault(n *net.IPNet) bool {

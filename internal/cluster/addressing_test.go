@@ -94,8 +94,16 @@ func TestIPv6PlanMirrorsIPv4(t *testing.T) {
 		t.Errorf("IPv4 plan: %s", joined(v4.PodCIDRs(1)))
 	}
 	// A host route into either block makes the index unusable.
-	if !clashes(p, []*net.IPNet{mustCIDR(t, "fdcb:0:203:100::/64")}) || clashes(p, []*net.IPNet{mustCIDR(t, "::/0"), mustCIDR(t, "fdcb:0:204::/48")}) {
+	// A host route into the IPv6 block makes the index unusable for a cluster with IPv6 only.
+	ula := []*net.IPNet{mustCIDR(t, "fd00::/8")}
+	if clashes(p, ula) == nil || clashes(p, []*net.IPNet{mustCIDR(t, "::/0"), mustCIDR(t, "fdcb:0:204::/48")}) != nil || clashes(Plan{Index: 3}, ula) != nil {
 		t.Error("clashes: wrong for the IPv6 block")
+	}
+	if got, err := pickIndex(nil, ula, lab.IPv6); err == nil {
+		t.Errorf("pickIndex under a host route over all of fd00::/8 = %d, want no block", got)
+	}
+	if _, err := chooseIndex("10.203.0.0/16", nil, ula, lab.DualStack); err == nil || !strings.Contains(err.Error(), "collides with the host route fd00::/8") {
+		t.Errorf("chooseIndex of a dual-stack block under fd00::/8: %v", err)
 	}
 }
 
@@ -106,10 +114,10 @@ func TestPickIndexSkipsUsedAndCollidingBlocks(t *testing.T) {
 		mustCIDR(t, "10.192.0.0/10"), // covers 10.192-10.255: every block
 		mustCIDR(t, "192.0.2.0/24"),  // unrelated
 	}
-	if _, err := pickIndex(nil, routes); err == nil || !strings.Contains(err.Error(), "no free address block") {
+	if _, err := pickIndex(nil, routes, ""); err == nil || !strings.Contains(err.Error(), "no free address block") {
 		t.Errorf("a /10 over every block: err = %v", err)
 	}
-	got, err := pickIndex(map[int]bool{0: true}, routes[:2])
+	got, err := pickIndex(map[int]bool{0: true}, routes[:2], "")
 	if err != nil || got != 2 {
 		t.Errorf("pickIndex = %d, %v; want 2 (0 used, 1 collides)", got, err)
 	}
@@ -118,17 +126,17 @@ func TestPickIndexSkipsUsedAndCollidingBlocks(t *testing.T) {
 func TestChooseIndexValidatesSubnet(t *testing.T) {
 	routes := []*net.IPNet{mustCIDR(t, "10.230.0.0/16")}
 	for _, bad := range []string{"10.1.0.0/16", "10.210.0.0/24", "192.168.0.0/16", "nonsense", "10.255.0.0/16"} {
-		if _, err := chooseIndex(bad, nil, nil); err == nil || !strings.Contains(err.Error(), "subnet: ") {
+		if _, err := chooseIndex(bad, nil, nil, ""); err == nil || !strings.Contains(err.Error(), "subnet: ") {
 			t.Errorf("subnet %q: err = %v", bad, err)
 		}
 	}
-	if _, err := chooseIndex("10.230.0.0/16", nil, routes); err == nil || !strings.Contains(err.Error(), "collides with the host route 10.230.0.0/16") {
+	if _, err := chooseIndex("10.230.0.0/16", nil, routes, ""); err == nil || !strings.Contains(err.Error(), "collides with the host route 10.230.0.0/16") {
 		t.Errorf("colliding subnet: err = %v", err)
 	}
-	if _, err := chooseIndex("10.204.0.0/16", map[int]bool{4: true}, nil); err == nil {
+	if _, err := chooseIndex("10.204.0.0/16", map[int]bool{4: true}, nil, ""); err == nil {
 		t.Error("subnet of another cluster accepted")
 	}
-	if got, err := chooseIndex("10.204.0.0/16", nil, routes); err != nil || got != 4 {
+	if got, err := chooseIndex("10.204.0.0/16", nil, routes, ""); err != nil || got != 4 {
 		t.Errorf("chooseIndex = %d, %v", got, err)
 	}
 }

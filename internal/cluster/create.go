@@ -259,7 +259,7 @@ func reserve(o Options, cgroups string) (Spec, error) {
 	if err != nil {
 		return Spec{}, err
 	}
-	index, err := chooseIndex(o.Subnet, used, routes)
+	index, err := chooseIndex(o.Subnet, used, routes, o.IPFamily)
 	if err != nil {
 		return Spec{}, err
 	}
@@ -273,9 +273,9 @@ func reserve(o Options, cgroups string) (Spec, error) {
 }
 
 // chooseIndex honours a pinned subnet when given, else picks a free block.
-func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, error) {
+func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet, family string) (int, error) {
 	if subnet == "" {
-		return pickIndex(used, routes)
+		return pickIndex(used, routes, family)
 	}
 	ip, n, err := net.ParseCIDR(subnet)
 	ones, _ := func() (int, int) {
@@ -292,11 +292,8 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet) (int, er
 	if used[index] {
 		return 0, &setting.Error{Name: "subnet", Value: subnet, Want: "used by another cnibench cluster"}
 	}
-	plan := Plan{Index: index}
-	for _, r := range routes {
-		if !isDefault(r) && (overlaps(plan.Block(), r) || overlaps(plan.Block6(), r)) {
-			return 0, &setting.Error{Name: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
-		}
+	if r := clashes(Plan{Index: index, Family: family}, routes); r != nil {
+		return 0, &setting.Error{Name: "subnet", Value: subnet, Want: fmt.Sprintf("collides with the host route %s; choose another block or leave the subnet out", r)}
 	}
 	return index, nil
 }
