@@ -28,6 +28,9 @@ func (r *run) applyOffloads(ctx context.Context, tg *target, t suite.Target, p t
 	if len(p.Offloads) == 0 {
 		return nil, nil
 	}
+	if t.Local == nil { // the suite refuses tunings on remote targets
+		return nil, fmt.Errorf("tuning %s: offloads are set on local clusters only", p.Name)
+	}
 	spec, err := r.opts.Layout.ReadSpec(t.Local.Name)
 	if err != nil {
 		return nil, fmt.Errorf("tuning %s: %w", p.Name, err)
@@ -54,6 +57,7 @@ func (r *run) applyOffloads(ctx context.Context, tg *target, t suite.Target, p t
 			}
 		}
 	}
+	// Every end read back as the profile sets it; the facts are the last one's, all features.
 	facts := map[string]string{}
 	for _, feature := range tuning.OffloadNames() {
 		facts["pod_peer_"+strings.ReplaceAll(feature, "-", "_")] = peer[feature]

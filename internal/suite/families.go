@@ -40,6 +40,8 @@ func clusterFamily(list []string) string {
 // needs, and pins the tool of every workload whose default engine cannot carry IPv6 in a suite
 // that measures IPv6, so that both families are measured by one tool.
 func (s Suite) withFamilies() Suite {
+	// Copies: the suite as written is what the run stores.
+	s.Targets = slices.Clone(s.Targets)
 	for i, t := range s.Targets {
 		if t.Local != nil && t.Local.IPFamily == "" {
 			if f := clusterFamily(s.familiesOf(t)); f != "" {

@@ -35,7 +35,7 @@ workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-stream}]
 		t.Errorf("tcp-stream's tool = %q, want iperf3's default (it carries IPv6)", got)
 	}
 	// The stored suite is the one written, its workloads untouched.
-	if s.Workloads[0].Tool != "" || len(s.Families) != 2 {
+	if s.Workloads[0].Tool != "" || len(s.Families) != 2 || s.Targets[0].Local.IPFamily != "" {
 		t.Errorf("Expand changed the suite as written: %+v", s)
 	}
 	// An IPv4-only suite keeps sockperf.
