@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"path/filepath"
-	"strings"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -78,7 +77,7 @@ func (c *creator) installAddons(ctx context.Context) error {
 	}
 	// kube-dns has an address of each family the cluster has, so that a pod of either finds it.
 	p, policy := c.spec.Plan(), corev1.IPFamilyPolicySingleStack
-	ips := strings.Split(joined(p.DNSServiceIPs()), ",")
+	ips := strs(p.DNSServiceIPs())
 	if len(ips) > 1 {
 		policy = corev1.IPFamilyPolicyRequireDualStack
 	}

@@ -128,14 +128,17 @@ func families[T any](p Plan, v4, v6 T) []T {
 	return out
 }
 
-// joined formats a families list as Kubernetes' flags take it: comma-separated.
-func joined[T fmt.Stringer](list []T) string {
+// strs formats a families list as the API's lists take it.
+func strs[T fmt.Stringer](list []T) []string {
 	s := make([]string, len(list))
 	for i, v := range list {
 		s[i] = v.String()
 	}
-	return strings.Join(s, ",")
+	return s
 }
+
+// joined formats a families list as Kubernetes' flags take it: comma-separated.
+func joined[T fmt.Stringer](list []T) string { return strings.Join(strs(list), ",") }
 
 // ServiceCIDRs are the cluster's ClusterIP ranges, primary first.
 func (p Plan) ServiceCIDRs() []*net.IPNet { return families(p, p.ServiceCIDR(), p.ServiceCIDR6()) }

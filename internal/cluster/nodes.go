@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -196,7 +195,7 @@ func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
 			continue
 		}
 		cidrs := c.spec.Plan().PodCIDRs(i)
-		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0].String(), "podCIDRs": strings.Split(joined(cidrs), ",")}})
+		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0].String(), "podCIDRs": strs(cidrs)}})
 		if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("set pod CIDR of %s: %w", node, err)
 		}

@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"maps"
-	"net/netip"
 	"slices"
 	"strconv"
 	"time"
@@ -153,7 +152,7 @@ func podIPOf(p *corev1.Pod, family string) string {
 		return p.Status.PodIP
 	}
 	for _, a := range p.Status.PodIPs {
-		if ip, err := netip.ParseAddr(a.IP); err == nil && ip.Is6() == (family == lab.IPv6) {
+		if familyOf(a.IP) == family {
 			return a.IP
 		}
 	}
