@@ -54,7 +54,7 @@ func newClusterCreateCommand() *cobra.Command {
 	f.StringSliceVar(&o.Runtimes, "runtimes", nil, "OCI runtime handlers, each with a RuntimeClass of its name: "+strings.Join(lab.RuntimeHandlers(), ", ")+" (default runc,crun; runc always; runsc is gVisor, built on first use; CRI-O offers runc only)")
 	f.BoolVar(&o.GatewayAPI, "gateway-api", false, "give the cluster the Gateway API split (its CRDs; Traefik and k6 in the tools image, built on first use)")
 	f.IntVar(&o.MTU, "mtu", lab.DefaultMTU, "the underlay's MTU, 1280-9000, every link between the nodes (9000: jumbo frames); each datapath sizes its pods' interfaces from it")
-	f.StringVar(&o.IPFamily, "ip-family", lab.IPv4, "the cluster's addressing: ipv4, ipv6 (nodes, pods and Services IPv6 only) or dual (both, IPv4 first); IPv6 on "+strings.Join(lab.DatapathsWhere(func(d lab.Datapath) bool { return d.IPv6 }), ", "))
+	f.StringVar(&o.IPFamily, "ip-family", lab.IPv4, "the cluster's addressing: ipv4, ipv6 (nodes, pods and Services IPv6 only; not on "+strings.Join(lab.DatapathsWhere(func(d lab.Datapath) bool { return d.NeedsIPv4 != "" }), ", ")+") or dual (both, IPv4 first)")
 	f.BoolVar(&o.Registry, "registry", false, "give the cluster a registry on its external host (TLS from the cluster's CA, one user; its credentials in the cluster's registry-auth/config.json), which its nodes trust and pull from")
 	f.BoolVar(&o.RuntimeOnDisk, "runtime-on-disk", false, "keep each node's containerd image store on disk (default: a tmpfs, 340 MB of memory a node with the default images; create and delete are faster)")
 	f.StringVar(&o.Subnet, "subnet", "", "pin the cluster's /16 (10.200.0.0/16-10.254.0.0/16); default: the first free one")

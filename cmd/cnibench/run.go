@@ -113,6 +113,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.BoolVar(&o.Overrides.Profile, "profile", false, "record where the host's CPU time goes during each sample of a local cluster (perf; folded stacks stored with the sample, top functions and flame graphs in the reports)")
 	f.StringVar(&o.Overrides.Pods, "pods", "", "how long the pods live: run (each target's pods for its largest pairs level, deployed once) or round (a pairs level's pods only for its samples, every round; pod startup and memory then per round) (default run)")
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
+	f.BoolVar(&o.Runner.NoNodeProbe, "no-node-probe", false, "do not read the nodes' own network settings (sysctls, MTUs, offloads) into the fingerprint; the read runs a short-lived host-network pod on each node")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
 	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table (the verdict; with -v every headline metric), json or yaml")

@@ -86,11 +86,9 @@ func parseInterfaceFacts(out, prefix string, fp map[string]string) {
 			if i := slices.Index(fields, "mtu"); i > 0 && i+1 < len(fields) {
 				fp[prefix+"_route_mtu"] = fields[i+1]
 			}
-		case len(fields) >= 2:
-			key := strings.TrimSuffix(fields[0], ":")
-			switch key {
-			case "tcp-segmentation-offload", "generic-segmentation-offload", "generic-receive-offload", "tx-checksumming", "rx-checksumming":
-				fp[prefix+"_"+strings.ReplaceAll(key, "-", "_")] = fields[1]
+		default:
+			if k, v, ok := offloadFact(line); ok {
+				fp[prefix+"_"+k] = v
 			}
 		}
 	}

@@ -87,6 +87,9 @@ type FixtureSpec struct {
 	// NetAdmin gives the containers of every pod not on the host network CAP_NET_ADMIN in
 	// their own network namespace, for a tuning profile's offloads on the pod's interface.
 	NetAdmin bool
+	// NodeProbe asks for the host-network pods of Client.ProbeNodes, which only read: a
+	// namespace the run creates is then labelled for them.
+	NodeProbe bool
 }
 
 // stages returns the pair counts the pods come up in, ending with Up (every pair by default).

@@ -36,15 +36,16 @@ func (s FixtureSpec) NeedsHostNetwork() bool {
 }
 
 // needsPrivileged reports whether the fixture's pods need Pod Security's privileged level:
-// host-network pods, sysctls its baseline level refuses, or CAP_NET_ADMIN.
+// host-network pods (the node probe's included), sysctls its baseline level refuses, or
+// CAP_NET_ADMIN.
 func (s FixtureSpec) needsPrivileged() bool {
-	return s.NeedsHostNetwork() || len(tuning.Unsafe(s.Sysctls)) > 0 || s.NetAdmin
+	return s.NeedsHostNetwork() || s.NodeProbe || len(tuning.Unsafe(s.Sysctls)) > 0 || s.NetAdmin
 }
 
 // namespaceLabels are the labels of a namespace a run creates: its own, and Pod Security's
 // privileged level at all three modes when its pods need the host network, unsafe sysctls or
-// CAP_NET_ADMIN
-// (warn and audit too, or a cluster whose default warns would print a warning per pod).
+// CAP_NET_ADMIN (warn and audit too, or a cluster whose default warns would print a warning
+// per pod).
 func (s FixtureSpec) namespaceLabels() map[string]string {
 	labels := map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID}
 	if s.needsPrivileged() {
@@ -81,6 +82,12 @@ func (c *Client) CheckPodSecurity(ctx context.Context, spec FixtureSpec, paths [
 		return c.dryRun(ctx, spec, spec.pod(RoleClient, 0), "pods with "+strings.Join(asks, " and "))
 	}
 	return nil
+}
+
+// CheckNodeProbe asks the API server, by a dry-run create, whether the namespace admits the
+// node probe's host-network pod on node; nothing is created.
+func (c *Client) CheckNodeProbe(ctx context.Context, spec FixtureSpec, node string) error {
+	return c.dryRun(ctx, spec, spec.probePod(nodeProbe{prefix: "node_a", node: node}), "the node probe's host-network pods")
 }
 
 // dryRun creates pod in dry-run mode: a Pod Security refusal becomes a PodSecurityError.

@@ -12,12 +12,8 @@ import (
 // PodSysctls reads, inside a pod's first container, the tuning sysctls (tuning.Allowed) as
 // its network namespace has them, values normalized; one this kernel lacks is left out.
 func (c *Client) PodSysctls(ctx context.Context, pod *corev1.Pod) (map[string]string, error) {
-	var script strings.Builder
-	for _, k := range tuning.Allowed() {
-		// One line per sysctl, name first: a value may hold blanks.
-		fmt.Fprintf(&script, "v=$(cat /proc/sys/%s 2>/dev/null) && echo %q \"$v\"; ", strings.ReplaceAll(k, ".", "/"), k)
-	}
-	out, err := c.Exec(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", script.String() + "true"})
+	script := sysctlScript(tuning.Allowed(), "")
+	out, err := c.Exec(ctx, pod.Namespace, pod.Name, pod.Spec.Containers[0].Name, []string{"sh", "-c", script + "true"})
 	if err != nil {
 		return nil, fmt.Errorf("read the sysctls of pod %s: %w", pod.Name, err)
 	}

@@ -105,8 +105,8 @@ func (c LocalConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CheckIPFamily refuses an unknown cluster family, and IPv6 on a datapath built for IPv4 only,
-// as a *setting.Error.
+// CheckIPFamily refuses an unknown cluster family, and IPv6 alone on a datapath whose IPv6
+// needs IPv4 beside it, as a *setting.Error.
 func CheckIPFamily(family, datapath string) error {
 	if family == "" || family == IPv4 {
 		return nil
@@ -116,9 +116,8 @@ func CheckIPFamily(family, datapath string) error {
 		fe.Want = "expected one of " + strings.Join(ClusterFamilies(), ", ")
 		return fe
 	}
-	if dp, err := LookupDatapath(datapath); err == nil && !dp.IPv6 {
-		fe.Want = fmt.Sprintf("datapath %s is built for IPv4 only here (its IPv6 needs pools and tunnel settings of its own that cnibench does not configure yet); expected ipv4, or one of %s",
-			datapath, strings.Join(DatapathsWhere(func(d Datapath) bool { return d.IPv6 }), ", "))
+	if dp, err := LookupDatapath(datapath); err == nil && family == IPv6 && dp.NeedsIPv4 != "" {
+		fe.Want = fmt.Sprintf("datapath %s needs IPv4 beside IPv6 (%s); expected ipv4 or dual", datapath, dp.NeedsIPv4)
 		return fe
 	}
 	return nil

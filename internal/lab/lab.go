@@ -94,21 +94,23 @@ type Datapath struct {
 	ReplacesKubeProxy bool
 	// EnforcesNetworkPolicy: NetworkPolicy objects take effect.
 	EnforcesNetworkPolicy bool
-	// IPv6 says the datapath's local clusters can be IPv6-only or dual-stack.
-	IPv6 bool
+	// NeedsIPv4 says why the datapath's local clusters cannot be IPv6-only (every datapath
+	// builds dual-stack); "" when they can.
+	NeedsIPv4 string
 }
 
 // Datapaths lists the datapaths a local cluster can have, sorted by name.
 func Datapaths() []Datapath {
 	return []Datapath{
-		{Name: "bridge", IPv6: true},
+		{Name: "bridge"},
 		{Name: "calico-vxlan", EnforcesNetworkPolicy: true},
 		{Name: "canal", EnforcesNetworkPolicy: true},
-		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true},
+		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true,
+			NeedsIPv4: "its egress gateway, on with kube-proxy replacement here, requires IPv4 masquerading"},
 		{Name: "cilium-native", EnforcesNetworkPolicy: true},
 		{Name: "cilium-vxlan", EnforcesNetworkPolicy: true},
-		{Name: "flannel-host-gw", IPv6: true},
-		{Name: "flannel-vxlan", IPv6: true},
+		{Name: "flannel-host-gw"},
+		{Name: "flannel-vxlan"},
 	}
 }
 

@@ -73,7 +73,7 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.MTU = 1279 }, "mtu: 1279: expected 1280 to 9000 bytes"},
 		{func(c *LocalConfig) { c.MTU = 9001 }, "mtu: 9001: expected 1280 to 9000 bytes"},
 		{func(c *LocalConfig) { c.IPFamily = "v6" }, `ipFamily: "v6": expected one of ipv4, ipv6, dual`},
-		{func(c *LocalConfig) { c.Datapath, c.IPFamily = "cilium-vxlan", DualStack }, `ipFamily: "dual": datapath cilium-vxlan is built for IPv4 only here`},
+		{func(c *LocalConfig) { c.Datapath, c.IPFamily = "cilium-kpr", IPv6 }, `ipFamily: "ipv6": datapath cilium-kpr needs IPv4 beside IPv6 (its egress gateway`},
 	} {
 		cfg := ok
 		c.mod(&cfg)

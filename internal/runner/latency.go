@@ -46,8 +46,10 @@ func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
 
 // setupLatencies records the pods' startup latencies and measures how long the datapath takes
 // to carry traffic through a new Service and to a new pod. A setup figure that cannot be
-// measured is reported and left out: it must not cost the run its samples.
-func (r *run) setupLatencies(ctx context.Context, tg *target) {
+// measured is reported and left out: it must not cost the run its samples. quiet is called
+// before the first timed figure, once nothing but the run's pods may be busy (it waits for
+// the node probe, which runs beside the wait for the pods' memory).
+func (r *run) setupLatencies(ctx context.Context, tg *target, quiet func()) {
 	// With pods per round, every round times startup and memory at each level instead.
 	if !r.opts.Suite.PerRound() {
 		for _, st := range tg.fixture.Startup {
@@ -55,6 +57,7 @@ func (r *run) setupLatencies(ctx context.Context, tg *target) {
 		}
 		r.podMemory(ctx, tg)
 	}
+	quiet()
 	role := kube.RoleServerB
 	if !tg.fixture.Has(role) {
 		role = kube.RoleServerA

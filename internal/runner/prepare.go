@@ -214,6 +214,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 			return tg, fmt.Errorf("target %s: %w", t.Name, err)
 		}
 	}
+	r.planNodeProbe(ctx, tg, t, &spec, known)
 	tg.fixture, err = tg.client.Deploy(ctx, spec, tg.ownNamespace)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
@@ -225,7 +226,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 		known["network_policy"] = t.NetworkPolicy.String()
 	}
 	known["ip_family"] = tg.fixture.Family()
-	r.setupLatencies(ctx, tg)
+	r.setupLatencies(ctx, tg, r.startNodeProbe(ctx, tg, t, known))
 	if ctx.Err() != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, ctx.Err())
 	}

@@ -43,8 +43,11 @@ type Options struct {
 	RuntimeClass    string
 	Placement       kube.PlacementOptions
 	Keep            bool // keep a local cluster the run created
-	Layout          cluster.Layout
-	Cache           binaries.Cache
+	// NoNodeProbe leaves out the read of the nodes' own network settings (ProbeNodes), and
+	// with it the host-network pods that read them.
+	NoNodeProbe bool
+	Layout      cluster.Layout
+	Cache       binaries.Cache
 }
 
 // Result is what a run produced.
@@ -62,6 +65,9 @@ type run struct {
 	// providers are the run's clusters by provider key: the targets of one cluster's runtimes
 	// share its provider, which is released once.
 	providers map[string]provider
+	// nodeFacts are the node probe's facts by cluster and family: the targets of one cluster
+	// share its nodes, whose settings the run never changes.
+	nodeFacts map[string]map[string]string
 	// log prints the run's status lines, whole when targets report from parallel steps.
 	log *progress.Log
 	// seq is the last sample number handed out: the schedule's come first, setup samples and

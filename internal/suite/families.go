@@ -25,12 +25,15 @@ func (s Suite) MeasuresIPv6() bool {
 	return slices.Contains(s.Families, lab.IPv6)
 }
 
-// clusterFamily is the local cluster family that carries every family in list: dual for both.
-func clusterFamily(list []string) string {
+// clusterFamily is the family of a local cluster of a datapath that carries every family in
+// list: dual for both, and for IPv6 on a datapath whose IPv6 needs IPv4 beside it.
+func clusterFamily(list []string, datapath string) string {
+	v4, v6 := slices.Contains(list, lab.IPv4), slices.Contains(list, lab.IPv6)
+	dp, err := lab.LookupDatapath(datapath)
 	switch {
-	case slices.Contains(list, lab.IPv4) && slices.Contains(list, lab.IPv6):
+	case v6 && (v4 || (err == nil && dp.NeedsIPv4 != "")):
 		return lab.DualStack
-	case slices.Contains(list, lab.IPv6):
+	case v6:
 		return lab.IPv6
 	}
 	return ""
@@ -44,7 +47,7 @@ func (s Suite) withFamilies() Suite {
 	s.Targets = slices.Clone(s.Targets)
 	for i, t := range s.Targets {
 		if t.Local != nil && t.Local.IPFamily == "" {
-			if f := clusterFamily(s.familiesOf(t)); f != "" {
+			if f := clusterFamily(s.familiesOf(t), t.Local.Datapath); f != "" {
 				l := *t.Local
 				l.IPFamily = f
 				s.Targets[i].Local = &l
@@ -83,7 +86,7 @@ func (s Suite) validateFamilies() []error {
 		}
 		if t.Local.IPFamily == "" {
 			// The cluster the run would build for them.
-			if err := lab.CheckIPFamily(clusterFamily(fams), t.Local.Datapath); err != nil {
+			if err := lab.CheckIPFamily(clusterFamily(fams, t.Local.Datapath), t.Local.Datapath); err != nil {
 				errs = append(errs, fmt.Errorf("%s: target %s's traffic in %s needs a cluster of that family: %w", field, t.Name, strings.Join(fams, " and "), err))
 			}
 			continue

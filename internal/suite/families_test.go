@@ -38,6 +38,16 @@ workloads: [{kind: tcp-rr, size: 64}, {kind: tcp-stream}]
 	if s.Workloads[0].Tool != "" || len(s.Families) != 2 || s.Targets[0].Local.IPFamily != "" {
 		t.Errorf("Expand changed the suite as written: %+v", s)
 	}
+	// IPv6 alone is an IPv6-only cluster, or dual-stack on a datapath whose IPv6 needs IPv4.
+	for dp, want := range map[string]string{"flannel-vxlan": lab.IPv6, "cilium-kpr": lab.DualStack} {
+		only, err := Parse([]byte("targets: [{name: a, local: {datapath: " + dp + "}}]\nfamilies: [ipv6]\nworkloads: [{kind: tcp-stream}]"))
+		if err != nil {
+			t.Fatalf("%s: %v", dp, err)
+		}
+		if got := only.Expand().Targets[0].Local.IPFamily; got != want {
+			t.Errorf("%s measuring IPv6 alone: a %q cluster, want %q", dp, got, want)
+		}
+	}
 	// An IPv4-only suite keeps sockperf.
 	v4, _ := Parse([]byte("families: [ipv4]\nworkloads: [{kind: tcp-rr, size: 64}]"))
 	if tool := v4.Expand().Workloads[0].Tool; tool != "" {
@@ -57,8 +67,7 @@ func TestFamiliesValidation(t *testing.T) {
 		"families: [ipv6]\npaths: [egress]\nworkloads: [{kind: tcp-stream}]":                                                      "paths[0]: egress: the egress paths reach an external host over IPv4 only",
 		"families: [ipv6]\nworkloads: [{kind: tcp-rr, size: 64, tool: sockperf}]":                                                 "workloads[0].tool: sockperf cannot carry IPv6; expected tool: cnibench",
 		"targets: [{name: a, local: {ipFamily: ipv4}, families: [ipv4, ipv6]}]":                                                   "targets[0].families: target a's local cluster is ipv4 (local.ipFamily): expected ipv6 or dual there",
-		"targets: [{name: a, local: {datapath: cilium-vxlan, ipFamily: dual}}]\nfamilies: [ipv6]":                                 `ipFamily: "dual": datapath cilium-vxlan is built for IPv4 only here`,
-		"targets: [{name: a, local: {datapath: calico-vxlan}}]\nfamilies: [ipv4, ipv6]":                                           `ipFamily: "dual": datapath calico-vxlan is built for IPv4 only here`,
+		"targets: [{name: a, local: {datapath: cilium-kpr, ipFamily: ipv6}}]":                                                     `ipFamily: "ipv6": datapath cilium-kpr needs IPv4 beside IPv6`,
 		"tunings: [default, veth-gro]\npods: round\nworkloads: [{kind: tcp-stream}]":                                              "pods: round: a tuning's offloads are set on pods deployed once",
 		"families: [ipv4, ipv6]\nruntimes: [runc, crun, runsc]\npaths: [same-node]\npairs: [25]\nworkloads: [{kind: tcp-stream}]": "6 runtime, tuning and family variants put 300 pods",
 	} {

@@ -6,6 +6,7 @@ import (
 	"context"
 	"net"
 	"os/exec"
+	"slices"
 	"strings"
 	"testing"
 
@@ -56,13 +57,13 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 		if err != nil {
 			t.Fatal(err)
 		}
-		nodes := map[string]string{}
+		nodes := map[string][]string{}
 		for _, p := range pods.Items {
 			n, err := w.cs.CoreV1().Nodes().Get(ctx, p.Spec.NodeName, metav1.GetOptions{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			nodes[p.Spec.NodeName] = n.Spec.PodCIDR
+			nodes[p.Spec.NodeName] = n.Spec.PodCIDRs
 			if !cidrContains(t, n.Spec.PodCIDR, p.Status.PodIP) {
 				t.Errorf("pod %s on %s has %s, outside %s", p.Name, p.Spec.NodeName, p.Status.PodIP, n.Spec.PodCIDR)
 			}
@@ -78,17 +79,19 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 			if err != nil {
 				t.Fatal(err)
 			}
+			// A dual-stack node has a pool, and blocks, of each family.
 			for _, line := range strings.Split(strings.TrimSpace(blocks), "\n") {
 				node, cidr, _ := strings.Cut(line, " ")
-				if pod := nodes[node]; pod != "" && !cidrContains(t, pod, strings.Split(cidr, "/")[0]) {
-					t.Errorf("block %s of %s is outside its pool %s", cidr, node, pod)
+				pools := nodes[node]
+				if len(pools) > 0 && !slices.ContainsFunc(pools, func(pool string) bool { return cidrContains(t, pool, strings.Split(cidr, "/")[0]) }) {
+					t.Errorf("block %s of %s is outside its pools %v", cidr, node, pools)
 				}
 			}
 			t.Logf("calico-ipam blocks:\n%s", blocks)
 		}
 	})
 	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) { w.networkPolicy(t) })
-
+	checkDualStack(t, w, spec)
 }
 
 // checkCalicoMode checks who carries pods between nodes: Calico's own vxlan.calico device for
@@ -115,6 +118,10 @@ func checkCalicoMode(ctx context.Context, t *testing.T, dp string, spec cluster.
 	}
 	if !strings.Contains(routes, "dev cali") {
 		t.Errorf("node1 has no route to a pod through a cali veth:\n%s", routes)
+	}
+	// IPv6 crosses nodes on a tunnel device of its own, between the nodes' IPv6 addresses.
+	if want := map[string]string{"calico-vxlan": "vxlan-v6.calico", "canal": "flannel-v6.1"}[dp]; spec.IPFamily == lab.DualStack && !strings.Contains(links, want) {
+		t.Errorf("%s dual-stack: no %s in node1:\n%s", dp, want, links)
 	}
 }
 

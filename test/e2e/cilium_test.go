@@ -87,6 +87,13 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 		if !strings.Contains(links, "cilium_host") {
 			t.Errorf("no cilium_host device in node1:\n%s", links)
 		}
+		// Native routing's direct routes take IPv6 too, between the nodes' IPv6 addresses.
+		if spec.IPFamily == lab.DualStack && dp != "cilium-vxlan" {
+			routes6, _ := runCmd(ctx, "ip", "-6", "-n", spec.NodeNetns(1), "route", "show")
+			if want := p.PodCIDR6(2).String() + " via " + p.NodeIP6(2).String(); !strings.Contains(routes6, want) {
+				t.Errorf("node1 has no direct IPv6 route %q:\n%s", want, routes6)
+			}
+		}
 	})
 
 	w := newWorkload(ctx, t, name)
@@ -94,6 +101,7 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 	if t.Failed() {
 		return
 	}
+	checkDualStack(t, w, spec)
 	if dp == "cilium-kpr" {
 		// After the workload, whose pods are on both nodes.
 		t.Run("kube-proxy replaced: no kube-proxy, socket LB on the nodes' cgroups only", func(t *testing.T) {
@@ -176,7 +184,7 @@ func (w *workload) networkPolicy(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatalf("client1 does not reach the guarded pod %s 60 s after the policy was removed", target)
 		}
-		time.Sleep(2 * time.Second)
+		time.Sleep(time.Second)
 	}
 }
 
@@ -185,9 +193,11 @@ func (w *workload) tryIperf(client, target string) error {
 	kubectl := binaries.Default().KubectlPath(lab.DefaultKubernetesVersion)
 	ctx, cancel := context.WithTimeout(w.ctx, 30*time.Second)
 	defer cancel()
-	// A dropped SYN is retried for long; timeout bounds the attempt inside the pod itself.
+	// A dropped SYN is retried for long, and iperf3's connect timeout does not end a client
+	// whose SYNs Cilium drops: timeout bounds the attempt inside the pod itself, at what a
+	// 1-second test needs with room to spare (each denied attempt costs all of it).
 	out, err := exec.CommandContext(ctx, kubectl, "--kubeconfig", w.kubeconfig, "-n", w.ns, "exec", client, "--",
-		"timeout", "8", "iperf3", "-c", target, "-t", "1", "--connect-timeout", "3000").CombinedOutput()
+		"timeout", "5", "iperf3", "-c", target, "-t", "1", "--connect-timeout", "3000").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("iperf3 %s -> %s: %w: %s", client, target, err, strings.TrimSpace(string(out)))
 	}
@@ -222,7 +232,7 @@ func firstLine(s string) string {
 
 // otherClusters describes the clusters other than mine that exist now: their names and the
 // address blocks they use, so that host changes they cause can be told apart from leaks.
-type otherClusters map[string]string // name -> block prefix such as "10.201."
+type otherClusters map[string][]string // name -> block prefixes such as "10.201." and "fdcb:0:201:"
 
 func currentOthers(t *testing.T, mine string) otherClusters {
 	t.Helper()
@@ -235,10 +245,14 @@ func currentOthers(t *testing.T, mine string) otherClusters {
 		if n == mine {
 			continue
 		}
-		out[n] = ""
+		out[n] = nil
 		if spec, err := cluster.DefaultLayout().ReadSpec(n); err == nil && spec.Index >= 0 {
 			b := spec.Plan().Block().IP.To4()
-			out[n] = fmt.Sprintf("%d.%d.", b[0], b[1])
+			out[n] = []string{fmt.Sprintf("%d.%d.", b[0], b[1])}
+			// Its IPv6 block's unreachable route and addresses, when it has one.
+			if spec.Family() != lab.IPv4 {
+				out[n] = append(out[n], strings.TrimSuffix(spec.Plan().Block6().IP.String(), ":"))
+			}
 		}
 	}
 	return out
@@ -253,7 +267,7 @@ func assertCleanBeside(t *testing.T, before hostsnap.Snapshot, mine string, othe
 	t.Helper()
 	others := currentOthers(t, mine)
 	for n, b := range othersBefore {
-		if others[n] == "" {
+		if others[n] == nil {
 			others[n] = b
 		}
 	}
@@ -296,9 +310,11 @@ func (o otherClusters) explain(line, mine string) bool {
 	tokens := strings.FieldsFunc(line, func(r rune) bool {
 		return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-')
 	})
-	for name, block := range o {
-		if block != "" && strings.Contains(line, " "+block) {
-			return true
+	for name, blocks := range o {
+		for _, block := range blocks {
+			if strings.Contains(line, " "+block) {
+				return true
+			}
 		}
 		for _, tok := range tokens {
 			if tok == name || tok == "cnb-"+name || strings.HasPrefix(tok, "cnb-"+name+"-") {

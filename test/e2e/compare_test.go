@@ -106,6 +106,7 @@ reference:
 			t.Errorf("target %s: fingerprint lacks %s: %v", tg.Name, key, tg.Fingerprint)
 		}
 		checkMTU(t, tg.Name, tg.Fingerprint)
+		checkProbedNodes(t, tg.Name, tg.Fingerprint)
 	}
 	// Every datapath's Service programming latency is measured: Cilium's socket load balancer
 	// answers a ClusterIP without endpoints with "no route to host", which is "not yet", as a

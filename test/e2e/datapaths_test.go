@@ -41,6 +41,15 @@ func underlayMTU(dp string) int {
 	return lab.DefaultMTU
 }
 
+// dualStack says which datapaths' clusters the test builds dual-stack: those whose IPv6
+// TestIPFamilies does not cover (Cilium's native routing and kube-proxy replacement, with
+// direct routes, BPF Services and masquerading; Calico's IPv6 pools and VXLAN; canal's felix
+// beside flannel's IPv6). Their runs measure IPv4, the primary family; their own checks add
+// both families' paths.
+func dualStack(dp string) bool {
+	return slices.Contains([]string{"cilium-native", "cilium-kpr", "calico-vxlan", "canal"}, dp)
+}
+
 // wantPodMTU is the MTU a datapath's pods get on an underlay of mtu: their interface's, and
 // their default route's where the datapath lowers that instead (Cilium's tunnel, which
 // cilium-kpr's egress gateway brings along), else 0.
@@ -48,7 +57,13 @@ func wantPodMTU(dp string, mtu int) (iface, route int) {
 	switch dp {
 	case "cilium-vxlan", "cilium-kpr":
 		return mtu, mtu - 50
-	case "flannel-vxlan", "calico-vxlan", "canal":
+	case "calico-vxlan":
+		// Calico's VXLAN over IPv6 costs 70 bytes: a dual-stack cluster's pods fit both tunnels.
+		if dualStack(dp) {
+			return mtu - 70, 0
+		}
+		return mtu - 50, 0
+	case "flannel-vxlan", "canal":
 		return mtu - 50, 0
 	}
 	return mtu, 0
@@ -66,6 +81,23 @@ func checkMTU(t *testing.T, dp string, fp map[string]string) {
 	// A route without an MTU of its own, or one equal to the interface's, lowers nothing.
 	if got, ok := fp["pod_route_mtu"]; route != 0 && got != strconv.Itoa(route) || route == 0 && ok && got != strconv.Itoa(iface) {
 		t.Errorf("%s: pod route MTU %q (present %v), want %d", dp, got, ok, route)
+	}
+}
+
+// checkProbedNodes checks the node probe's facts of a datapath's target: both nodes' uplinks
+// at the underlay's MTU, and the device each node routes the other's pods through: the
+// uplink where the datapath routes, its tunnel device where it encapsulates (Cilium's BPF
+// takes its tunnel from cilium_host, the device its routes name).
+func checkProbedNodes(t *testing.T, dp string, fp map[string]string) {
+	t.Helper()
+	via := map[string]string{"bridge": "eth0", "flannel-host-gw": "eth0", "flannel-vxlan": "flannel.1", "cilium-vxlan": "cilium_host"}[dp]
+	for _, node := range []string{"node_a", "node_b"} {
+		if got := fp[node+"_uplink_mtu"]; got != strconv.Itoa(underlayMTU(dp)) || fp[node+"_uplink_interface"] != "eth0" {
+			t.Errorf("%s: %s's uplink %q at MTU %q, want eth0 at %d", dp, node, fp[node+"_uplink_interface"], got, underlayMTU(dp))
+		}
+		if got := fp[node+"_remote_pods_interface"]; got == "" || via != "" && got != via {
+			t.Errorf("%s: %s reaches the other node's pods through %q, want %q", dp, node, got, via)
+		}
 	}
 }
 
@@ -170,6 +202,9 @@ func TestDatapaths(t *testing.T) {
 			args := []string{"--name", suite.ClusterNameFor(dp), "--datapath", dp}
 			if strings.HasPrefix(dp, "cilium-") { // the agents take longer to become ready
 				args = append(args, "--wait", "6m")
+			}
+			if dualStack(dp) {
+				args = append(args, "--ip-family", lab.DualStack)
 			}
 			if mtu := underlayMTU(dp); mtu != lab.DefaultMTU {
 				args = append(args, "--mtu", strconv.Itoa(mtu))

@@ -17,6 +17,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
 
+	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -105,6 +107,19 @@ func testFamilies(ctx context.Context, t *testing.T, dir string) {
 	}
 	_, samples := onlyRun(ctx, t, results, "")
 	checkSampleFamilies(t, samples)
+}
+
+// checkDualStack runs checkFamilyPaths over both families on a dual-stack cluster, in a
+// namespace of its own beside the workload's.
+func checkDualStack(t *testing.T, w *workload, spec cluster.Spec) {
+	if spec.IPFamily != lab.DualStack {
+		return
+	}
+	t.Run("dual-stack: pod-to-pod, Service and DNS in each family", func(t *testing.T) {
+		fw := *w
+		fw.ns = "e2e-families"
+		checkFamilyPaths(t, &fw, []string{lab.IPv4, lab.IPv6})
+	})
 }
 
 // checkFamilyPaths runs an iperf3 server on node2 behind one single-stack Service per family,

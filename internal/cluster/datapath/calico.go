@@ -5,6 +5,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Calico runs Calico as its manifests deploy it with the Kubernetes datastore and the iptables
@@ -73,7 +75,18 @@ func (d Calico) Fingerprint() map[string]string {
 }
 
 // calicoMTU is the pods' MTU: the underlay's less VXLAN's overhead, for both deployments.
-func calicoMTU(c Cluster) int { return c.MTU - vxlanOverhead }
+// Calico's VXLAN over IPv6 costs 20 bytes more: where calico-vxlan carries IPv6, its pods take
+// the smaller of the two, as felix's own MTU detection would.
+func (d Calico) calicoMTU(c Cluster) int {
+	if !d.Canal && c.ClusterCIDR6 != nil {
+		return c.MTU - vxlan6Overhead
+	}
+	return c.MTU - vxlanOverhead
+}
+
+// vxlan6Overhead is VXLAN's overhead over an IPv6 underlay: its IPv4 overhead and 20 bytes
+// more of IP header.
+const vxlan6Overhead = vxlanOverhead + 20
 
 // calicoDir holds the cluster's Calico files; calicoNodeDir a node's.
 func calicoDir(c Cluster) string { return filepath.Join(c.StateDir, "calico") }
@@ -126,11 +139,20 @@ func canalFlannel() Flannel { return Flannel{Backend: FlannelVXLAN} }
 // conflist is node n's CNI configuration, upstream's with every path the node's own: the
 // calico plugin, then portmap for hostPort.
 func (d Calico) conflist(c Cluster, n Node) map[string]any {
-	ipam := map[string]any{"type": binaries.CalicoIPAMBinary}
+	// Each family the cluster has: calico-ipam assigns from that family's pools.
+	v4, v6 := c.Family != lab.IPv6, c.ClusterCIDR6 != nil
+	ipam := map[string]any{"type": binaries.CalicoIPAMBinary, "assign_ipv4": fmt.Sprint(v4), "assign_ipv6": fmt.Sprint(v6)}
 	if d.Canal {
-		// The plugin puts the Node's pod CIDR in place of usePodCidr; host-local's
-		// allocations stay in the node's directory.
-		ipam = map[string]any{"type": "host-local", "subnet": "usePodCidr", "dataDir": filepath.Join(n.DataDir, "ipam")}
+		// The plugin puts the Node's pod CIDRs in place of usePodCidr and usePodCidrIPv6;
+		// host-local's allocations stay in the node's directory.
+		var ranges [][]map[string]string
+		if v4 {
+			ranges = append(ranges, []map[string]string{{"subnet": "usePodCidr"}})
+		}
+		if v6 {
+			ranges = append(ranges, []map[string]string{{"subnet": "usePodCidrIPv6"}})
+		}
+		ipam = map[string]any{"type": "host-local", "ranges": ranges, "dataDir": filepath.Join(n.DataDir, "ipam")}
 	}
 	return map[string]any{
 		"cniVersion": "0.3.1",
@@ -147,7 +169,7 @@ func (d Calico) conflist(c Cluster, n Node) map[string]any {
 				// (its sign that calico-node runs); the fixed /var/lib/calico/nodename exists only
 				// in calico-node's mount namespace, so it is named where it really is.
 				"nodename_file": filepath.Join(calicoNodeDir(c, n), "lib", "nodename"),
-				"mtu":           calicoMTU(c),
+				"mtu":           d.calicoMTU(c),
 				"ipam":          ipam,
 				"policy":        map[string]any{"type": "k8s"},
 				"kubernetes":    map[string]any{"kubeconfig": c.Kubeconfig},
@@ -157,24 +179,33 @@ func (d Calico) conflist(c Cluster, n Node) map[string]any {
 	}
 }
 
-// calicoIPPools are calico-vxlan's pools: one per node, its planned pod subnet, selected by
-// node name so that calico-ipam gives each node's pods addresses from its own subnet.
+// calicoIPPools are calico-vxlan's pools: per node and family, its planned pod subnet, selected
+// by node name so that calico-ipam gives each node's pods addresses from its own subnets.
+// IPv6 blocks are Calico's default /122.
 func calicoIPPools(c Cluster) string {
 	var b strings.Builder
-	for _, n := range c.Nodes {
+	pool := func(name string, cidr *net.IPNet, block int, node string) {
 		fmt.Fprintf(&b, `---
 apiVersion: crd.projectcalico.org/v1
 kind: IPPool
 metadata:
-  name: cnb-%s
+  name: %s
 spec:
   cidr: %s
-  blockSize: 26
+  blockSize: %d
   vxlanMode: Always
   ipipMode: Never
   natOutgoing: true
   nodeSelector: kubernetes.io/hostname == "%s"
-`, n.Name, n.PodCIDR, n.Name)
+`, name, cidr, block, node)
+	}
+	for _, n := range c.Nodes {
+		if c.Family != lab.IPv6 {
+			pool("cnb-"+n.Name, n.PodCIDR, 26, n.Name)
+		}
+		if n.PodCIDR6 != nil {
+			pool("cnb-"+n.Name+"-v6", n.PodCIDR6, 122, n.Name)
+		}
 	}
 	return b.String()
 }
@@ -258,21 +289,36 @@ func (d Calico) env(c Cluster, n Node) []string {
 	env := []string{
 		"DATASTORE_TYPE=kubernetes", "FELIX_DATASTORETYPE=kubernetes", "KUBECONFIG=" + c.Kubeconfig,
 		"WAIT_FOR_DATASTORE=true", "NODENAME=" + n.Name, "FELIX_FELIXHOSTNAME=" + n.Name,
-		"IP=" + n.IP.String() + "/24", "NO_DEFAULT_POOLS=true", "CALICO_MANAGE_CNI=false",
+		"NO_DEFAULT_POOLS=true", "CALICO_MANAGE_CNI=false",
 		"CALICO_DISABLE_FILE_LOGGING=true", "FELIX_LOGFILEPATH=none", "FELIX_LOGSEVERITYSCREEN=info",
-		"FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT", "FELIX_IPV6SUPPORT=false", "FELIX_HEALTHENABLED=true",
+		"FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT", "FELIX_HEALTHENABLED=true",
 		"FELIX_USAGEREPORTINGENABLED=false", "FELIX_IPTABLESBACKEND=nft", "FELIX_XDPENABLED=false",
 		"FELIX_BPFENABLED=false", "FELIX_PROMETHEUSMETRICSENABLED=false",
 		// The node's uplink is eth0, which felix's default pattern matches; said here because
 		// the VXLAN MTU derives from it.
 		"FELIX_MTUIFACEPATTERN=^" + n.Uplink + "$",
 	}
+	env = append(env, calicoFamilyEnv(c, n)...)
 	if d.Canal {
 		// As manifests/canal.yaml sets them, the 60 s full re-apply of felix's rules included.
 		return append(env, "CALICO_NETWORKING_BACKEND=none", "CLUSTER_TYPE=k8s,canal", "USE_POD_CIDR=true",
 			"FELIX_IPTABLESREFRESHINTERVAL=60")
 	}
-	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", calicoMTU(c)))
+	return append(env, "CALICO_NETWORKING_BACKEND=vxlan", "CLUSTER_TYPE=k8s", fmt.Sprintf("FELIX_VXLANMTU=%d", c.MTU-vxlanOverhead), fmt.Sprintf("FELIX_VXLANMTUV6=%d", c.MTU-vxlan6Overhead))
+}
+
+// calicoFamilyEnv gives calico-node the node's address of each family the cluster has ("none"
+// for a family it lacks: no detection), and felix IPv6 where the cluster has it. The node's
+// IPv6 address is also where Calico's IPv6 VXLAN tunnels end.
+func calicoFamilyEnv(c Cluster, n Node) []string {
+	ip, ip6, v6 := "none", "none", c.ClusterCIDR6 != nil
+	if c.Family != lab.IPv6 {
+		ip = n.IP.String() + "/24"
+	}
+	if v6 {
+		ip6 = n.IP6.String() + "/64"
+	}
+	return []string{"IP=" + ip, "IP6=" + ip6, fmt.Sprintf("FELIX_IPV6SUPPORT=%t", v6)}
 }
 
 // Kubectl runs the cluster's kubectl against it, with its cache in the cluster's directory:

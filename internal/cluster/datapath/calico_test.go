@@ -3,6 +3,7 @@ package datapath
 import (
 	"encoding/json"
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -11,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 func TestCalicoRegistered(t *testing.T) {
@@ -60,7 +62,12 @@ func TestCalicoConflist(t *testing.T) {
 				Nodename string `json:"nodename"`
 				NameFile string `json:"nodename_file"`
 				MTU      int    `json:"mtu"`
-				IPAM     struct{ Type, Subnet, DataDir string }
+				IPAM     struct {
+					Type, DataDir string
+					Ranges        [][]map[string]string
+					AssignIPv4    string `json:"assign_ipv4"`
+					AssignIPv6    string `json:"assign_ipv6"`
+				}
 			}
 		}
 		if err := json.Unmarshal(b, &conf); err != nil {
@@ -74,12 +81,57 @@ func TestCalicoConflist(t *testing.T) {
 		want := "calico-ipam"
 		if d.Canal {
 			want = "host-local"
-			if p.IPAM.Subnet != "usePodCidr" || p.IPAM.DataDir == "" {
+			if len(p.IPAM.Ranges) != 1 || p.IPAM.Ranges[0][0]["subnet"] != "usePodCidr" || p.IPAM.DataDir == "" {
 				t.Errorf("canal IPAM %+v", p.IPAM)
 			}
+		} else if p.IPAM.AssignIPv4 != "true" || p.IPAM.AssignIPv6 != "false" {
+			t.Errorf("IPv4 cluster's calico-ipam assigns ipv4 %q ipv6 %q", p.IPAM.AssignIPv4, p.IPAM.AssignIPv6)
 		}
 		if p.IPAM.Type != want {
 			t.Errorf("%s: IPAM %q, want %q", d.Name(), p.IPAM.Type, want)
+		}
+	}
+}
+
+// TestCalicoFamilies checks what each cluster family gives Calico: pools of each family per
+// node, calico-node's addresses and felix's IPv6, the IPAM's families, and the pods' MTU
+// under VXLAN over IPv6.
+func TestCalicoFamilies(t *testing.T) {
+	_, cidr6, _ := net.ParseCIDR("fdcb:0:250:100::/56")
+	_, pod6, _ := net.ParseCIDR("fdcb:0:250:101::/64")
+	for _, family := range []string{lab.DualStack, lab.IPv6} {
+		c := testCiliumCluster(t)
+		c.Family, c.ClusterCIDR6, c.Nodes[0].PodCIDR6, c.Nodes[0].IP6 = family, cidr6, pod6, net.ParseIP("fdcb:0:250::11")
+		pools := calicoIPPools(c)
+		if !strings.Contains(pools, "name: cnb-node1-v6\nspec:\n  cidr: fdcb:0:250:101::/64\n  blockSize: 122") {
+			t.Errorf("%s: no IPv6 pool for node1:\n%s", family, pools)
+		}
+		if v4 := strings.Contains(pools, "cidr: 10.250.129.0/24"); v4 != (family == lab.DualStack) {
+			t.Errorf("%s: IPv4 pool present %v:\n%s", family, v4, pools)
+		}
+		wantIP := map[string]string{lab.DualStack: "IP=10.250.0.11/24", lab.IPv6: "IP=none"}[family]
+		for _, d := range []Calico{{}, {Canal: true}} {
+			env := d.env(c, c.Nodes[0])
+			for _, want := range []string{wantIP, "IP6=fdcb:0:250::11/64", "FELIX_IPV6SUPPORT=true"} {
+				if !slices.Contains(env, want) {
+					t.Errorf("%s %s: env lacks %s: %v", family, d.Name(), want, env)
+				}
+			}
+			conf := d.conflist(c, c.Nodes[0])
+			plugin := conf["plugins"].([]any)[0].(map[string]any)
+			ipam := plugin["ipam"].(map[string]any)
+			if d.Canal {
+				ranges := ipam["ranges"].([][]map[string]string)
+				if last := ranges[len(ranges)-1][0]["subnet"]; last != "usePodCidrIPv6" || len(ranges) != map[string]int{lab.DualStack: 2, lab.IPv6: 1}[family] {
+					t.Errorf("%s canal ranges %v", family, ranges)
+				}
+			} else if ipam["assign_ipv6"] != "true" || ipam["assign_ipv4"] != fmt.Sprint(family == lab.DualStack) {
+				t.Errorf("%s calico-ipam %v", family, ipam)
+			}
+			// calico-vxlan's pods fit VXLAN over IPv6 (70 bytes); canal's, flannel's IPv4 tunnel.
+			if want := map[bool]int{false: c.MTU - 70, true: c.MTU - 50}[d.Canal]; plugin["mtu"] != want {
+				t.Errorf("%s %s: pod MTU %v, want %d", family, d.Name(), plugin["mtu"], want)
+			}
 		}
 	}
 }

@@ -6,10 +6,12 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
 )
 
 // Cilium is the Cilium datapath (eBPF): one cilium-agent per node and one cilium-operator
@@ -83,6 +85,40 @@ func (d Cilium) Fingerprint() map[string]string {
 	return fp
 }
 
+// The compiler the agents build their programs with. Cilium asks for clang 18 or newer; the
+// IPv6 programs of 1.19 that Debian's default clang 14 compiles fail the verifier ("pointer
+// arithmetic on map_value_or_null prohibited" in tail_ipv6_policy), so the agents find
+// Debian's versioned clang first in their PATH under the names they call.
+const (
+	ciliumClang = "clang-19"
+	ciliumLLC   = "llc-19"
+)
+
+// ciliumToolchainDir holds the agents' clang and llc: links to ciliumClang and ciliumLLC.
+func ciliumToolchainDir(c Cluster) string { return filepath.Join(ciliumDir(c), "toolchain") }
+
+// ciliumToolchain links the versioned compiler under the names the agents call.
+func ciliumToolchain(c Cluster) error {
+	dir := ciliumToolchainDir(c)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("cilium toolchain: %w", err)
+	}
+	for name, tool := range map[string]string{"clang": ciliumClang, "llc": ciliumLLC} {
+		path, err := exec.LookPath(tool)
+		if err != nil {
+			return fmt.Errorf("cilium toolchain: %w", err)
+		}
+		link := filepath.Join(dir, name)
+		if err := os.Remove(link); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("cilium toolchain: %w", err)
+		}
+		if err := os.Symlink(path, link); err != nil {
+			return fmt.Errorf("cilium toolchain: %w", err)
+		}
+	}
+	return nil
+}
+
 // Names of the cached binaries.
 const (
 	ciliumAgent    = "cilium-agent"
@@ -122,14 +158,17 @@ func (d Cilium) Setup(_ context.Context, c Cluster) error {
 	// The agent compiles its programs at run time; without clang it would start and then
 	// fail every endpoint, so say it here. Native routing also masquerades with an ipset of
 	// the node addresses, which the agent creates with the ipset tool.
-	tools := []string{"clang", "llc"}
+	tools := []string{ciliumClang, ciliumLLC}
 	if d.native() {
 		tools = append(tools, "ipset")
 	}
 	for _, tool := range tools {
 		if _, err := exec.LookPath(tool); err != nil {
-			return fmt.Errorf("%s needs %s (Debian packages clang, llvm and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
+			return fmt.Errorf("%s needs %s (Debian packages clang-19, llvm-19 and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
 		}
+	}
+	if err := ciliumToolchain(c); err != nil {
+		return err
 	}
 	if err := binaries.UnpackCiliumBPF(c.Bin(binaries.CiliumBPFArchive), filepath.Join(ciliumLibDir(c), "bpf")); err != nil {
 		return err
@@ -191,15 +230,16 @@ func (d Cilium) Daemons(c Cluster) ([]Daemon, error) {
 			Name: n.Name + "-cilium-agent", Node: i + 1,
 			Argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", ciliumAgentMounts, "cnb-cilium-agent",
 				p.run, p.bpffs, nodeCgroup, p.cgroup}, d.agentArgv(c, n, p)...),
-			// The agent finds its Node object by this name, or else by the host's name.
-			Env: []string{"K8S_NODE_NAME=" + n.Name},
+			// The agent finds its Node object by this name, or else by the host's name; its
+			// compiler first in its PATH.
+			Env: []string{"K8S_NODE_NAME=" + n.Name, "PATH=" + ciliumToolchainDir(c) + ":" + os.Getenv("PATH")},
 			Ready: func() bool {
 				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 				defer cancel()
 				// Without a pod CIDR the agent's kubernetes IPAM waits forever, and the
 				// provider writes the plan's only once every daemon is ready. Every node's,
 				// so that the agents polled later are not held up meanwhile.
-				if err := ensurePodCIDRs(ctx, cs, c.Nodes); err != nil {
+				if err := ensurePodCIDRs(ctx, cs, c); err != nil {
 					return false
 				}
 				return client.healthy(ctx) == nil
@@ -258,16 +298,10 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		"--cluster-id=0",
 		"--identity-allocation-mode=crd",
 		"--ipam=kubernetes",
-		"--k8s-require-ipv4-pod-cidr=true",
-		"--enable-ipv4=true",
-		"--enable-ipv6=false",
 		"--devices=" + n.Uplink,
 		// What it would detect on the uplink, said so that no guess is involved; it takes its
 		// tunnel's overhead off itself.
 		fmt.Sprintf("--mtu=%d", c.MTU),
-		// Traffic from pods to the control plane leaves the pod range: masquerading it
-		// behind the node address keeps the control plane from needing pod routes.
-		"--enable-ipv4-masquerade=true",
 		// Nothing here may leave the cluster's own files: paths are the node's.
 		"--state-dir=" + p.state,
 		"--socket-path=" + p.socket,
@@ -286,8 +320,12 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		"--enable-policy=default",
 		"--enable-k8s-networkpolicy=true",
 	}
+	argv = append(argv, familyArgs(c)...)
 	argv = append(argv, d.serviceArgs()...)
 	if d.native() {
+		if c.ClusterCIDR6 != nil {
+			argv = append(argv, "--ipv6-native-routing-cidr="+c.ClusterCIDR6.String())
+		}
 		return append(argv,
 			"--routing-mode=native",
 			"--ipv4-native-routing-cidr="+c.ClusterCIDR.String(),
@@ -298,6 +336,25 @@ func (d Cilium) agentArgv(c Cluster, n Node, p ciliumPaths) []string {
 		)
 	}
 	return append(argv, "--routing-mode=tunnel", "--tunnel-protocol=vxlan")
+}
+
+// familyArgs enable the cluster's IP families in the agent: each family's pods take their
+// addresses from the node's pod CIDR of that family, and their traffic to the control plane
+// (which leaves the pod range) is masqueraded behind the node's address, so that the control
+// plane needs no pod routes. Tunnels run between the nodes' IPv4 addresses (the agent's
+// default underlay) unless the agent has no IPv4 at all: an IPv6-only cluster's tunnel
+// endpoints are the nodes' IPv6 addresses.
+func familyArgs(c Cluster) []string {
+	v4, v6 := strconv.FormatBool(c.Family != lab.IPv6), strconv.FormatBool(c.ClusterCIDR6 != nil)
+	underlay := lab.IPv4
+	if c.Family == lab.IPv6 {
+		underlay = lab.IPv6
+	}
+	return []string{
+		"--enable-ipv4=" + v4, "--k8s-require-ipv4-pod-cidr=" + v4, "--enable-ipv4-masquerade=" + v4,
+		"--enable-ipv6=" + v6, "--k8s-require-ipv6-pod-cidr=" + v6, "--enable-ipv6-masquerade=" + v6,
+		"--underlay-protocol=" + underlay,
+	}
 }
 
 // serviceArgs say who serves Services and masquerades. Without kube-proxy replacement,

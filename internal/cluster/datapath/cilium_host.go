@@ -84,10 +84,10 @@ func kubeClient(kubeconfig string) (kubernetes.Interface, error) {
 	return cs, nil
 }
 
-// ensurePodCIDRs gives every registered node without a pod CIDR its planned one; it fails
-// while a node has not registered yet.
-func ensurePodCIDRs(ctx context.Context, cs kubernetes.Interface, nodes []Node) error {
-	for _, n := range nodes {
+// ensurePodCIDRs gives every registered node without a pod CIDR its planned ones, one per
+// family of the cluster; it fails while a node has not registered yet.
+func ensurePodCIDRs(ctx context.Context, cs kubernetes.Interface, c Cluster) error {
+	for _, n := range c.Nodes {
 		node, err := cs.CoreV1().Nodes().Get(ctx, n.Name, metav1.GetOptions{})
 		if err != nil {
 			return fmt.Errorf("get node %s: %w", n.Name, err)
@@ -95,8 +95,8 @@ func ensurePodCIDRs(ctx context.Context, cs kubernetes.Interface, nodes []Node) 
 		if node.Spec.PodCIDR != "" {
 			continue
 		}
-		cidr := n.PodCIDR.String()
-		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidr, "podCIDRs": []string{cidr}}})
+		cidrs := c.podCIDRs(n)
+		patch, err := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0], "podCIDRs": cidrs}})
 		if err != nil {
 			return fmt.Errorf("encode pod CIDR patch: %w", err)
 		}

@@ -97,9 +97,42 @@ func TestCiliumAgentArgv(t *testing.T) {
 	}
 }
 
+// TestCiliumFamilies checks the agent's flags per cluster family: each family's pods, pod
+// CIDRs and masquerading, the tunnel's underlay, native routing's IPv6 range, and the pod
+// CIDRs a node gets.
+func TestCiliumFamilies(t *testing.T) {
+	_, cidr6, _ := net.ParseCIDR("fdcb:0:250:100::/56")
+	_, pod6, _ := net.ParseCIDR("fdcb:0:250:101::/64")
+	for family, want := range map[string][]string{
+		lab.IPv4:      {"--enable-ipv4=true", "--enable-ipv6=false", "--k8s-require-ipv6-pod-cidr=false", "--underlay-protocol=ipv4"},
+		lab.DualStack: {"--enable-ipv4=true", "--enable-ipv6=true", "--enable-ipv6-masquerade=true", "--k8s-require-ipv6-pod-cidr=true", "--underlay-protocol=ipv4", "--ipv6-native-routing-cidr=" + cidr6.String()},
+		lab.IPv6:      {"--enable-ipv4=false", "--k8s-require-ipv4-pod-cidr=false", "--enable-ipv4-masquerade=false", "--enable-ipv6=true", "--underlay-protocol=ipv6"},
+	} {
+		c := testCiliumCluster(t)
+		c.Family = family
+		if family != lab.IPv4 {
+			c.ClusterCIDR6, c.Nodes[0].PodCIDR6 = cidr6, pod6
+		}
+		n := c.Nodes[0]
+		argv := Cilium{Native: true}.agentArgv(c, n, ciliumNodePaths(c, n))
+		for _, w := range want {
+			if !slices.Contains(argv, w) {
+				t.Errorf("%s: missing %s in %v", family, w, argv)
+			}
+		}
+		if family == lab.IPv4 && slices.ContainsFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--ipv6-native-routing-cidr") }) {
+			t.Errorf("ipv4: an IPv6 native routing range in %v", argv)
+		}
+		cidrs := map[string][]string{lab.IPv4: {"10.250.129.0/24"}, lab.DualStack: {"10.250.129.0/24", pod6.String()}, lab.IPv6: {pod6.String()}}[family]
+		if got := c.podCIDRs(n); !slices.Equal(got, cidrs) {
+			t.Errorf("%s: node pod CIDRs %v, want %v", family, got, cidrs)
+		}
+	}
+}
+
 // TestCiliumSetup runs Setup against a fake source archive and checks the CNI config.
 func TestCiliumSetup(t *testing.T) {
-	for _, tool := range []string{"clang", "llc"} {
+	for _, tool := range []string{ciliumClang, ciliumLLC} {
 		if _, err := exec.LookPath(tool); err != nil {
 			t.Skipf("no %s here", tool)
 		}
@@ -123,6 +156,13 @@ func TestCiliumSetup(t *testing.T) {
 	}
 	if err := json.Unmarshal(data, &conf); err != nil {
 		t.Fatal(err)
+	}
+	// The agents call clang and llc: the versioned ones, through links of the cluster's own.
+	for name, tool := range map[string]string{"clang": ciliumClang, "llc": ciliumLLC} {
+		target, err := os.Readlink(filepath.Join(ciliumToolchainDir(c), name))
+		if err != nil || filepath.Base(target) != tool {
+			t.Errorf("toolchain %s -> %q (%v), want %s", name, target, err, tool)
+		}
 	}
 	p := ciliumNodePaths(c, c.Nodes[0])
 	if len(conf.Plugins) != 1 || conf.Plugins[0]["type"] != "cilium-cni" || conf.Plugins[0]["log-file"] != p.cniLog {

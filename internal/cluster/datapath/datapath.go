@@ -68,6 +68,16 @@ func (c Cluster) podRanges(n Node) [][]map[string]string {
 	return out
 }
 
+// podCIDRs are node n's pod subnets in the cluster's family order, as a Node's podCIDRs
+// list them.
+func (c Cluster) podCIDRs(n Node) []string {
+	var out []string
+	for _, r := range c.podRanges(n) {
+		out = append(out, r[0]["subnet"])
+	}
+	return out
+}
+
 // defaultRoutes are the pods' default routes, one per family they have.
 func (c Cluster) defaultRoutes() []map[string]string {
 	var out []map[string]string
