@@ -15,11 +15,11 @@ import (
 	"github.com/cnibench/cnibench/internal/store"
 )
 
-// pairsSuite runs every workload with one pair and with ten at once, across nodes, and on
-// localhost for the host's own ceiling. (Same-node pairs differ from cross-node ones only in
-// placement; their ten-pair samples cost this test 45 s of CI.)
+// pairsSuite runs every workload with one pair and with ten at once, across nodes. (Other
+// paths differ from this one only in placement; their ten-pair samples cost this test 80 s
+// of CI.)
 const pairsSuite = `
-paths: [cross-node, localhost]
+paths: [cross-node]
 workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
@@ -43,14 +43,14 @@ func runPairs(ctx context.Context, t *testing.T, dir string) {
 		t.Errorf("no row %s %s x%d %s", path, workload, pairs, metric)
 		return jsonRow{}
 	}
-	loop := row("localhost", "tcp-stream/1", 1, "throughput_gbps")
 	for _, path := range []string{"cross-node"} {
 		agg := row(path, "tcp-stream/1", 10, "throughput_gbps")
 		one := row(path, "tcp-stream/1", 1, "throughput_gbps")
-		// Ten pairs share two vCPUs: together they may beat one pair, but a sum of ten
-		// figures that did not overlap in time would beat the host's loopback by far.
-		if agg.Mean <= 0 || agg.Mean > 2*loop.Mean {
-			t.Errorf("%s: 10-pair aggregate %.2f Gbit/s, one pair %.2f, loopback %.2f", path, agg.Mean, one.Mean, loop.Mean)
+		// Ten pairs share two vCPUs, and one pair's stream already fills most of one: together
+		// they may beat one pair (1.6x here), but a sum of ten figures that did not overlap in
+		// time would be near ten times one pair's.
+		if agg.Mean <= 0 || agg.Mean > 3*one.Mean {
+			t.Errorf("%s: 10-pair aggregate %.2f Gbit/s, one pair %.2f", path, agg.Mean, one.Mean)
 		}
 		for _, wl := range []string{"tcp-stream/1", "tcp-rr/64B"} {
 			if j := row(path, wl, 10, "fairness_jain"); j.N != 2 || j.Mean <= 0 || j.Mean > 1 {
@@ -84,8 +84,8 @@ func runPairs(ctx context.Context, t *testing.T, dir string) {
 	if r := row(runner.SetupPath, "network-readiness", 1, "network_ready_ms"); r.N != 1 || r.Mean < 0 || r.Mean > 1000 {
 		t.Errorf("network readiness %+v", r)
 	}
-	if pods := row(runner.SetupPath, "pod-startup", 10, "pods"); pods.Mean != 27 {
-		t.Errorf("the stage to ten pairs created %g pods, want 9 pairs x 3 roles (client, server-b, local)", pods.Mean)
+	if pods := row(runner.SetupPath, "pod-startup", 10, "pods"); pods.Mean != 18 {
+		t.Errorf("the stage to ten pairs created %g pods, want 9 pairs x 2 roles (client, server-b)", pods.Mean)
 	}
 	checkMergedPercentiles(ctx, t, results, doc.Run.ID)
 }
