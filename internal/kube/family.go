@@ -18,12 +18,20 @@ import (
 // a dual-stack node's primary family comes first.
 func NodeFamilies(n corev1.Node) []string {
 	var out []string
-	for _, a := range n.Status.Addresses {
-		if a.Type != corev1.NodeInternalIP {
-			continue
-		}
-		if f := familyOf(a.Address); f != "" && !slices.Contains(out, f) {
+	for _, ip := range internalIPs(n) {
+		if f := familyOf(ip); f != "" && !slices.Contains(out, f) {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// internalIPs are a node's InternalIP addresses, in the node's order.
+func internalIPs(n corev1.Node) []string {
+	var out []string
+	for _, a := range n.Status.Addresses {
+		if a.Type == corev1.NodeInternalIP {
+			out = append(out, a.Address)
 		}
 	}
 	return out
@@ -57,20 +65,10 @@ func (c *Client) CheckFamily(ctx context.Context, family string, p Placement) er
 		}
 		if fams := NodeFamilies(*n); !slices.Contains(fams, family) {
 			return fmt.Errorf("family %s: node %s has InternalIPs of %s only (%s): the cluster is not %s or dual-stack",
-				family, name, strings.Join(fams, " and "), nodeInternalIPs(*n), family)
+				family, name, strings.Join(fams, " and "), strings.Join(internalIPs(*n), ", "), family)
 		}
 	}
 	return nil
-}
-
-func nodeInternalIPs(n corev1.Node) string {
-	var out []string
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP {
-			out = append(out, a.Address)
-		}
-	}
-	return strings.Join(out, ", ")
 }
 
 // Family is the IP family of the fixture's traffic: its spec's, else that of its first pod's

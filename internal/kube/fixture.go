@@ -275,25 +275,33 @@ func exitOnTerm(argv []string) []string {
 	return append([]string{"sh", "-c", `trap "exit 0" TERM; "$@" & wait $!`, argv[0]}, argv...)
 }
 
-// pod builds the pod of a role in a pair.
-func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
-	grace := int64(1)
+// podSkeleton is what every pod of the fixture shares: the run's labels with its role, its
+// node, its grace period and restart policy, no service account token, the pull Secret and,
+// when asked, every toleration.
+func (s FixtureSpec) podSkeleton(name, role, node string, grace int64, restart corev1.RestartPolicy) *corev1.Pod {
 	p := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: podName(role, pair), Namespace: s.Namespace,
-			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: role, LabelPair: strconv.Itoa(pair)}},
+		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
+			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: role}},
 		Spec: corev1.PodSpec{
-			NodeName:                      s.node(role, pair),
+			NodeName:                      node,
 			TerminationGracePeriodSeconds: &grace,
-			RestartPolicy:                 corev1.RestartPolicyAlways,
+			RestartPolicy:                 restart,
 			AutomountServiceAccountToken:  new(bool),
 			ImagePullSecrets:              pullSecrets(s.PullSecret),
 		},
 	}
-	if s.RuntimeClass != "" {
-		p.Spec.RuntimeClassName = &s.RuntimeClass
-	}
 	if s.TolerateTaints {
 		p.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
+	}
+	return p
+}
+
+// pod builds the pod of a role in a pair.
+func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
+	p := s.podSkeleton(podName(role, pair), role, s.node(role, pair), 1, corev1.RestartPolicyAlways)
+	p.Labels[LabelPair] = strconv.Itoa(pair)
+	if s.RuntimeClass != "" {
+		p.Spec.RuntimeClassName = &s.RuntimeClass
 	}
 	if role == RoleHostClient || role == RoleHostServer {
 		p.Spec.HostNetwork = true

@@ -142,9 +142,9 @@ func (c *Client) nodeIP(ctx context.Context, name, family string) string {
 	if err != nil {
 		return ""
 	}
-	for _, a := range n.Status.Addresses {
-		if a.Type == corev1.NodeInternalIP && familyOf(a.Address) == family {
-			return a.Address
+	for _, ip := range internalIPs(*n) {
+		if familyOf(ip) == family {
+			return ip
 		}
 	}
 	return ""
@@ -237,25 +237,11 @@ func (c *Client) runProbe(ctx context.Context, spec FixtureSpec, p nodeProbe) (s
 // probePod is the pod that probes one node: on its host network, without privileges or
 // capabilities, run once.
 func (s FixtureSpec) probePod(p nodeProbe) *corev1.Pod {
-	grace := int64(0)
 	name := "cnibench-" + RoleNodeProbe + "-" + strings.TrimPrefix(p.prefix, "node_")
-	pod := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: name, Namespace: s.Namespace,
-			Labels: map[string]string{LabelManagedBy: managedBy, LabelRun: s.RunID, LabelRole: RoleNodeProbe}},
-		Spec: corev1.PodSpec{
-			NodeName:                      p.node,
-			HostNetwork:                   true,
-			TerminationGracePeriodSeconds: &grace,
-			RestartPolicy:                 corev1.RestartPolicyNever,
-			AutomountServiceAccountToken:  new(bool),
-			ImagePullSecrets:              pullSecrets(s.PullSecret),
-			Containers: []corev1.Container{{Name: RoleNodeProbe, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: probeArgv(p),
-				SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(bool),
-					Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}},
-		},
-	}
-	if s.TolerateTaints {
-		pod.Spec.Tolerations = []corev1.Toleration{{Operator: corev1.TolerationOpExists}}
-	}
+	pod := s.podSkeleton(name, RoleNodeProbe, p.node, 0, corev1.RestartPolicyNever)
+	pod.Spec.HostNetwork = true
+	pod.Spec.Containers = []corev1.Container{{Name: RoleNodeProbe, Image: s.Image, ImagePullPolicy: corev1.PullIfNotPresent, Command: probeArgv(p),
+		SecurityContext: &corev1.SecurityContext{AllowPrivilegeEscalation: new(bool),
+			Capabilities: &corev1.Capabilities{Drop: []corev1.Capability{"ALL"}}}}}
 	return pod
 }

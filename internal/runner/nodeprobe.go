@@ -25,7 +25,8 @@ func (r *run) planNodeProbe(ctx context.Context, tg *target, t suite.Target, spe
 		return
 	case r.nodeFacts[nodeProbeKey(t, spec.Placement)] != nil:
 		return
-	case !tg.ownNamespace:
+	case !tg.ownNamespace && !spec.NeedsHostNetwork():
+		// With host-network pods of its own, the run's dry run admitted them already.
 		if err := tg.client.CheckNodeProbe(ctx, *spec, spec.Placement.NodeA); err != nil {
 			known["node_probe"] = "not run: " + err.Error()
 			r.progress("target %s: the nodes' own settings go unrecorded: %v", tg.name, err)
