@@ -4,6 +4,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -24,8 +25,15 @@ func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	if err := executeCommand(ctx, newRootCommand()); err != nil {
-		fmt.Fprintln(os.Stderr, "error:", err)
 		stop()
+		// A command may end with its own status (the gate's "inconclusive" is 3), which a
+		// pipeline tells from a failure.
+		var coded interface{ ExitStatus() int }
+		if errors.As(err, &coded) {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(coded.ExitStatus())
+		}
+		fmt.Fprintln(os.Stderr, "error:", err)
 		os.Exit(1)
 	}
 }

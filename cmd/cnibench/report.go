@@ -8,7 +8,10 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/history"
+	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -18,6 +21,8 @@ type reportOptions struct {
 	file     string   // --file: the report file, "-" for stdout
 	format   string   // -o: html or md; empty means from the extension of --file
 	runs     []string // run ids or unique prefixes, in the order given
+	history  string   // --history: the label selector of the runs the history charts follow
+	noHist   bool     // --no-history
 }
 
 func newReportCommand() *cobra.Command {
@@ -50,6 +55,8 @@ With several runs, each run's targets are kept apart and labelled RUN/TARGET.`,
 	storeFlags(cmd, &o.location, false)
 	f := cmd.Flags()
 	f.StringVar(&o.file, "file", "", "report file (.html or .md), or - for stdout with -o")
+	f.StringVar(&o.history, "history", "", "HTML: chart each cell over the stored runs up to the run whose labels match this selector, e.g. branch=main (default: every complete run)")
+	f.BoolVar(&o.noHist, "no-history", false, "HTML: no history charts")
 	formatFlags(cmd, &o.format, "", "html or md (default: from the extension of --file)")
 	return cmd
 }
@@ -110,6 +117,10 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return err
 	}
+	sel, err := label.ParseSelector(o.history)
+	if err != nil {
+		return fmt.Errorf("--history: %w", err)
+	}
 	db, err := export.OpenExisting(ctx, o.location)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
@@ -126,7 +137,13 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 			continue
 		}
 		seen[b.Run.ID] = true
-		docs = append(docs, report.NewDocument(b.Run, b.Targets, b.Samples))
+		doc := report.NewDocument(b.Run, b.Targets, b.Samples)
+		if format == "html" && !o.noHist {
+			if doc.History, err = history.ForRun(ctx, db, b.Run, targetNames(b.Targets), sel); err != nil {
+				return fmt.Errorf("report: history: %w", err)
+			}
+		}
+		docs = append(docs, doc)
 	}
 	write := func(w io.Writer) error {
 		if format == "md" {
@@ -142,4 +159,12 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	}
 	_, err = fmt.Fprintf(stdout, "wrote %s report of %d run(s) to %s\n", format, len(docs), o.file)
 	return err
+}
+
+func targetNames(targets []store.Target) []string {
+	names := make([]string, len(targets))
+	for i, t := range targets {
+		names[i] = t.Name
+	}
+	return names
 }

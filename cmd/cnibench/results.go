@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
@@ -43,7 +44,7 @@ func storeFlags(cmd *cobra.Command, location *string, persistent bool) {
 func validFormat(format string, formats ...string) bool { return slices.Contains(formats, format) }
 
 func newResultsListCommand(location *string) *cobra.Command {
-	var output string
+	var output, selector string
 	cmd := &cobra.Command{
 		Use:   "list",
 		Short: "List stored runs, newest first: id, start, status, targets, samples, duration",
@@ -51,6 +52,10 @@ func newResultsListCommand(location *string) *cobra.Command {
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if !validFormat(output, "table", "json") {
 				return fmt.Errorf("-o %q: expected table or json", output)
+			}
+			sel, err := label.ParseSelector(selector)
+			if err != nil {
+				return fmt.Errorf("--selector: %w", err)
 			}
 			db, err := export.OpenExisting(cmd.Context(), *location)
 			if errors.Is(err, export.ErrNoStore) {
@@ -60,7 +65,7 @@ func newResultsListCommand(location *string) *cobra.Command {
 				return fmt.Errorf("--store: %w", err)
 			}
 			defer db.Close()
-			runs, err := export.List(cmd.Context(), db)
+			runs, err := export.List(cmd.Context(), db, sel)
 			if err != nil {
 				return err
 			}
@@ -68,6 +73,7 @@ func newResultsListCommand(location *string) *cobra.Command {
 		},
 	}
 	cmd.Flags().StringVarP(&output, "output", "o", "table", "output format: table or json")
+	cmd.Flags().StringVarP(&selector, "selector", "l", "", "only runs whose labels match, e.g. branch=main,kernel!=6.1 (key, !key, key=value, key!=value)")
 	return cmd
 }
 

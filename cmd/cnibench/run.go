@@ -8,8 +8,8 @@ import (
 	"github.com/cnibench/cnibench/internal/bench"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
-	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
 )
@@ -20,7 +20,9 @@ var version = "dev"
 func newRunCommand(plugin bool) *cobra.Command {
 	// As a kubectl plugin the default target is kubectl's current context.
 	o := bench.Options{CurrentContext: plugin}
-	var paths, nodes, datapaths, policies, pairs, failOn, tolerance, precision, warmup, margin string
+	var paths, nodes, datapaths, policies, pairs, precision, warmup, margin string
+	var labels []string
+	var gate gateFlags
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -55,18 +57,12 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 			if nodes != "" {
 				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
 			}
-			if !validFormat(failOn, compare.FailOnValues()...) {
-				return fmt.Errorf("--fail-on %q: expected one of %s", failOn, strings.Join(compare.FailOnValues(), ", "))
+			if err := runGate(&o, &gate); err != nil {
+				return err
 			}
-			if failOn == "worse" {
-				if o.Baseline == "" {
-					return fmt.Errorf("--fail-on worse: needs --baseline RUN to compare with")
-				}
-				tol, err := compare.ParseTolerance(tolerance)
-				if err != nil {
-					return fmt.Errorf("--tolerance %w", err)
-				}
-				o.Gate = &compare.Gate{Tolerance: tol}
+			var err error
+			if o.Runner.Labels, err = label.Parse(labels); err != nil {
+				return fmt.Errorf("--label %w", err)
 			}
 			o.Stdout, o.Runner.Out = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.Runner.Version = version
@@ -115,11 +111,31 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
 	f.BoolVar(&o.Runner.NoNodeProbe, "no-node-probe", false, "do not read the nodes' own network settings (sysctls, MTUs, offloads) into the fingerprint; the read runs a short-lived host-network pod on each node")
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
+	f.StringVar(&o.NoiseFrom, "noise-from", "", "with --dry-run: a stored run of this suite (id or prefix) whose noise plans what a gate could catch at --repetitions, and how many rounds would catch --detect")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
 	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table (the verdict; with -v every headline metric), json or yaml")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "end with the full table of headline metrics and the ranking before the verdict")
 	f.StringVar(&o.Baseline, "baseline", "", "a stored run (id or prefix) to compare this one with at the end, target by target")
-	f.StringVar(&failOn, "fail-on", "never", "with --baseline: exit non-zero when this run is: never, or worse (a headline metric significantly worse by more than --tolerance)")
-	f.StringVar(&tolerance, "tolerance", "0%", "with --fail-on worse: the accepted worsening of a headline metric's mean, e.g. 5%")
+	gate.bind(f, "with --baseline (compare --help): ")
+	f.StringArrayVar(&labels, "label", nil, "key=value stored with the run (repeatable), e.g. --label branch=main --label commit=$SHA; "+
+		"results list -l and compare --baseline select runs by them")
 	return cmd
+}
+
+// runGate reads the gate's flags: the gate applied against --baseline, and the settings a dry
+// run with --noise-from plans with.
+func runGate(o *bench.Options, g *gateFlags) error {
+	gate, err := g.gate()
+	if err != nil {
+		return err
+	}
+	if gate != nil && o.Baseline == "" {
+		return fmt.Errorf("--fail-on worse: needs --baseline RUN to compare with")
+	}
+	o.Gate = gate
+	if o.NoiseFrom != "" && !o.DryRun {
+		return fmt.Errorf("--noise-from: only with --dry-run, which plans the run it would make")
+	}
+	o.PlanGate, err = g.settings()
+	return err
 }

@@ -21,17 +21,28 @@ type Ranked struct {
 	// "not significant" (the data cannot tell them apart), "untestable" (at these sample
 	// sizes no data could have reached significance) or "untested" (too few samples).
 	Verdict string `json:"verdict"`
-	// PValue is the comparison's p-value (the paired t on per-round log ratios where Paired,
-	// else Mann-Whitney U), Holm-adjusted over the ranking's comparisons.
+	// PValue is the comparison's p-value (the paired t on the per-round differences where
+	// Paired, else Mann-Whitney U; loss: Welch's t), Holm-adjusted over the ranking's
+	// comparisons.
 	PValue float64 `json:"pValue,omitempty"`
-	// Paired says the comparison with the reference was paired by round (stats.CompareBlocked).
-	Paired bool `json:"paired,omitempty"`
-	// MDE is the smallest relative difference the comparison would have called four times in
-	// five at its noise and samples (stats.Comparison.MDE; 0.15: 15 %), NaN where unknown.
+	// Paired says the comparison with the reference was paired by round (stats.CompareBlocked);
+	// Dropped counts the rounds it left out for not holding one sample of each side.
+	Paired  bool `json:"paired,omitempty"`
+	Dropped int  `json:"droppedRounds,omitempty"`
+	// MDE is the smallest difference of the means the comparison would have called four times
+	// in five at its noise and samples, at the level its Holm-adjusted test needs (0.15: 15 %;
+	// in the metric's unit where Points), NaN where unknown, +Inf where no data could reach
+	// that level. The level is alpha/m over the m comparisons of the family, the first step
+	// of Holm's: a p below it is called whatever the others, so the figure holds for the
+	// comparison's own step too, conservatively.
 	MDE float64 `json:"-"`
-	// NA and NB are the samples of the reference and of this target behind the comparison.
+	// NA and NB are the samples of the reference and of this target behind the comparison:
+	// where Paired, the complete rounds.
 	NA int `json:"nReference,omitempty"`
 	NB int `json:"n,omitempty"`
+	// Est is the comparison's t estimate (stats.Comparison.Est), which the equivalence test
+	// (Equivalent) reads.
+	Est stats.Estimate `json:"-"`
 	// RatioLow and RatioHigh bound the 95 % interval of this entry's mean over the
 	// reference's (stats.Comparison), unadjusted; NaN where no comparison was made.
 	RatioLow  float64 `json:"-"`
@@ -63,6 +74,8 @@ type RankGroup struct {
 	Unit           string   `json:"unit"`
 	HigherIsBetter bool     `json:"higherIsBetter"`
 	Entries        []Ranked `json:"entries"`
+	// Margin is as VerdictLine's: the run's equivalence margin, 0 where it has none.
+	Margin float64 `json:"margin,omitempty"`
 }
 
 // Rank orders the targets of a run, best first, on every headline metric with a known
@@ -158,67 +171,89 @@ func compareObs(metric string, a, b []stats.Obs, higher bool) (stats.Comparison,
 // (postHoc), it is every pair of targets: the best is the extreme of the k, so its k-1
 // comparisons are not a family of their own, and identical targets got a "worse" with
 // probability 0.1 among three and 0.3 among six unadjusted, 0.066 among six with Holm over
-// the k-1 (TestRankingFalseVerdicts). An entry is untestable when even the most extreme data
-// could not reach alpha after adjustment at its sample sizes (3 against 3: p >= 0.1), which
-// says more than "not significant".
+// the k-1 (TestRankingFalseVerdicts). An entry is untestable when even its most extreme data
+// could not have reached alpha after adjustment, the rest of the family as it is
+// (stats.AdjustedFloor; 3 against 3: p >= 0.1), which says more than "not significant".
 func compareWithReference(metric string, entries []Ranked, byName map[string][]stats.Obs, higher bool, against, refVerdict string, postHoc bool) {
 	ref := byName[against]
 	refMean := stats.Summarize(stats.Values(ref)).Mean
 	cmps := make([]stats.Comparison, len(entries))
 	raw := make([]float64, len(entries))
-	made := 0
 	for i := range entries {
-		e := &entries[i]
-		raw[i], e.RatioLow, e.RatioHigh, e.DiffLow, e.DiffHigh = math.NaN(), math.NaN(), math.NaN(), math.NaN(), math.NaN()
-		e.Points, e.Diff = catalog.Points(metric), e.Mean-refMean
-		if e.Target == against {
-			e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, math.NaN()
-			continue
+		raw[i] = math.NaN()
+		if cmp, ok := compareEntry(metric, &entries[i], ref, refMean, byName, higher, against, refVerdict); ok {
+			cmps[i], raw[i] = cmp, cmp.PValue
 		}
-		e.RatioToBest = math.NaN()
-		if refMean != 0 {
-			e.RatioToBest = e.Mean / refMean
-		}
-		e.Verdict, e.MDE = Untested, math.NaN()
-		cmp, err := compareObs(metric, ref, byName[e.Target], higher)
-		if err != nil {
-			continue
-		}
-		e.Paired, e.MDE, e.RatioLow, e.RatioHigh = cmp.Paired, cmp.MDE, cmp.RatioLow, cmp.RatioHigh
-		if cmp.Points {
-			e.Diff, e.DiffLow, e.DiffHigh = cmp.Diff, cmp.DiffLow, cmp.DiffHigh
-		}
-		cmps[i], raw[i] = cmp, cmp.PValue
-		made++
 	}
 	family := raw
 	if postHoc {
 		family = append(slices.Clone(raw), otherPairs(metric, entries, byName, against, higher)...)
-		made = len(entries) * (len(entries) - 1) / 2
 	}
-	adjusted, err := stats.AdjustPValues(family, stats.AdjustHolm)
-	if err != nil {
+	minP := make([]float64, len(family))
+	made := 0
+	for i, p := range family {
+		if !math.IsNaN(p) {
+			made++
+		}
+		if i < len(entries) {
+			minP[i] = cmps[i].MinP
+		}
+	}
+	adjusted, errA := stats.AdjustPValues(family, stats.AdjustHolm)
+	floor, errF := stats.AdjustedFloor(family, minP, stats.AdjustHolm)
+	if errA != nil || errF != nil {
 		return
 	}
 	for i := range entries {
-		e := &entries[i]
-		if math.IsNaN(raw[i]) {
-			continue
+		if !math.IsNaN(raw[i]) {
+			judge(&entries[i], cmps[i], adjusted[i], floor[i], made)
 		}
-		c := cmps[i]
-		e.PValue, e.NA, e.NB = adjusted[i], len(ref), len(byName[e.Target])
-		switch {
-		case c.MinP*float64(made) >= stats.DefaultAlpha:
-			e.Verdict = Untestable
-		case adjusted[i] >= stats.DefaultAlpha || c.Verdict == stats.VerdictNone:
-			e.Verdict = NotSignificant
-		case c.Verdict == stats.VerdictWorse:
-			e.Verdict = "worse"
-		case c.Verdict == stats.VerdictBetter:
-			e.Verdict = "better"
-		default:
-			e.Verdict = NotSignificant
-		}
+	}
+}
+
+// compareEntry fills what an entry shows besides its verdict and compares it with the
+// reference; ok is false for the reference itself and where no comparison could be made.
+func compareEntry(metric string, e *Ranked, ref []stats.Obs, refMean float64, byName map[string][]stats.Obs, higher bool, against, refVerdict string) (stats.Comparison, bool) {
+	nan := math.NaN()
+	e.RatioLow, e.RatioHigh, e.DiffLow, e.DiffHigh, e.Est = nan, nan, nan, nan, stats.Estimate{Center: nan, SE: nan, DF: nan}
+	e.Points, e.Diff = catalog.Points(metric), e.Mean-refMean
+	if e.Target == against {
+		e.Verdict, e.RatioToBest, e.MDE = refVerdict, 1, nan
+		return stats.Comparison{}, false
+	}
+	e.RatioToBest = nan
+	if refMean != 0 {
+		e.RatioToBest = e.Mean / refMean
+	}
+	e.Verdict, e.MDE = Untested, nan
+	cmp, err := compareObs(metric, ref, byName[e.Target], higher)
+	if err != nil {
+		return stats.Comparison{}, false
+	}
+	e.Paired, e.Dropped, e.RatioLow, e.RatioHigh, e.Est = cmp.Paired, cmp.DroppedBlocks, cmp.RatioLow, cmp.RatioHigh, cmp.Est
+	e.NA, e.NB = cmp.NA, cmp.NB
+	if cmp.Points {
+		e.Diff, e.DiffLow, e.DiffHigh = cmp.Diff, cmp.DiffLow, cmp.DiffHigh
+	}
+	return cmp, true
+}
+
+// judge gives an entry its verdict from its comparison c, its Holm-adjusted p-value and the
+// floor of that p-value, in a family of made comparisons, and its detectable difference at the
+// level the adjusted test needs.
+func judge(e *Ranked, c stats.Comparison, adjusted, floor float64, made int) {
+	e.PValue, e.MDE = adjusted, c.DetectableAt(stats.DefaultAlpha/float64(max(made, 1)))
+	switch {
+	case floor >= stats.DefaultAlpha:
+		e.Verdict = Untestable
+	case adjusted >= stats.DefaultAlpha || c.Verdict == stats.VerdictNone:
+		e.Verdict = NotSignificant
+	case c.Verdict == stats.VerdictWorse:
+		e.Verdict = "worse"
+	case c.Verdict == stats.VerdictBetter:
+		e.Verdict = "better"
+	default:
+		e.Verdict = NotSignificant
 	}
 }
 

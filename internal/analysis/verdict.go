@@ -26,6 +26,10 @@ type VerdictLine struct {
 	// the best target, or the host-network path.
 	Entries []Ranked `json:"entries"`
 	Against string   `json:"against"`
+	// Margin is the equivalence margin of a run with a precision target (suite.Margin, 0.02
+	// for ±2 %), at which its loop stopped comparisons shown equivalent (Equivalent); 0 for a
+	// run without one. Verdict leaves it 0; the report sets it from the run's suite.
+	Margin float64 `json:"margin,omitempty"`
 }
 
 // Untested is the verdict of an entry with too few samples for a test.

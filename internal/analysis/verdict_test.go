@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -36,5 +37,33 @@ func TestUDPVerdictIsLoss(t *testing.T) {
 	// The loss of a tcp-stream workload, had it one, would not change its verdict metric.
 	if got := VerdictMetric("tcp-stream/1", map[string]float64{catalog.Throughput: 1, catalog.Loss: 1}); got != catalog.Throughput {
 		t.Errorf("tcp-stream's verdict metric %s", got)
+	}
+}
+
+// TestPct: two significant digits, no exponent, no trailing zeros.
+func TestPct(t *testing.T) {
+	for v, want := range map[float64]string{150: "150", 1.5e5: "150000", 12.34: "12", 3.44: "3.4", 2: "2", 0.0213: "0.021", 0.30: "0.3", -0.052: "-0.052", 0: "0"} {
+		if got := Pct(v); got != want {
+			t.Errorf("Pct(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// TestPointsMargin: loss is equivalent within the (1+m)² factor that moves a TCP flow by m,
+// and never within less than m points: ±0.02 pp at the default 2 % up to 0.5 % loss, ±0.2 pp
+// at 5 % loss (where m·100 points, ±2 pp, called 0.1 % and 1.5 % equivalent).
+func TestPointsMargin(t *testing.T) {
+	for _, c := range []struct{ level, want float64 }{{0, 0.02}, {0.3, 0.02}, {1, 0.0404}, {5, 0.202}} {
+		if got := PointsMargin(0.02, c.level); math.Abs(got-c.want) > 1e-12 {
+			t.Errorf("PointsMargin(2 %%, %v %%) = %v pp, want %v", c.level, got, c.want)
+		}
+	}
+	e := Ranked{Points: true, Mean: 1.5, Diff: 1.4, Est: stats.Estimate{Center: 1.4, SE: 0.1, DF: 9}, NA: 10, NB: 10}
+	if Equivalent(e, 0.02) {
+		t.Errorf("0.1 %% against 1.5 %% loss called equivalent at ±%s", MarginText(e, 0.02))
+	}
+	e = Ranked{Mean: 1, Est: stats.Estimate{Center: 0.001, SE: 0.002, DF: 9}, NA: 10, NB: 10}
+	if !Equivalent(e, 0.02) || Equivalent(e, 0) {
+		t.Errorf("a 0.1 %% ratio ±0.2 %% at 10 rounds: equivalent %v at ±2 %%, %v without a margin", Equivalent(e, 0.02), Equivalent(e, 0))
 	}
 }

@@ -50,11 +50,51 @@ func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseli
 			return err
 		}
 		if gate != nil {
-			errs = append(errs, gate.Check(res))
+			judged := gate.Evaluate(res)
+			if err := compare.WriteGate(w, compare.FormatTable, judged); err != nil {
+				return err
+			}
+			errs = append(errs, judged.Err(res))
 		}
 	}
 	if compared == 0 && len(errs) == 0 {
 		return &setting.Error{Name: "baseline", Value: baseline, Want: fmt.Sprintf("no target of the same name to compare with (the baseline has %d)", len(baseTargets))}
 	}
-	return errors.Join(errs...)
+	return joinGateErrors(errs)
 }
+
+// joinGateErrors joins the targets' errors so that the run exits as its worst target: a
+// regression or an error (1) before an inconclusive gate (3), which alone keeps its status.
+func joinGateErrors(errs []error) error {
+	var inconclusive, others []error
+	for _, err := range errs {
+		var inc *compare.InconclusiveError
+		switch {
+		case err == nil:
+		case errors.As(err, &inc):
+			inconclusive = append(inconclusive, err)
+		default:
+			others = append(others, err)
+		}
+	}
+	if len(others) > 0 {
+		// The inconclusive ones are told but not unwrapped: they would lend the run their status.
+		return &worstError{msg: errors.Join(append(others, inconclusive...)...).Error(), errs: others}
+	}
+	if len(inconclusive) == 1 {
+		return inconclusive[0]
+	}
+	if len(inconclusive) > 1 {
+		return &compare.InconclusiveError{Msg: errors.Join(inconclusive...).Error()}
+	}
+	return nil
+}
+
+// worstError reads as every target's error and unwraps to the failures alone.
+type worstError struct {
+	msg  string
+	errs []error
+}
+
+func (e *worstError) Error() string   { return e.msg }
+func (e *worstError) Unwrap() []error { return e.errs }

@@ -39,7 +39,7 @@ func TestCompareBaseline(t *testing.T) {
 	var out bytes.Buffer
 	// Target by target; flannel lost 22 %, bridge nothing.
 	err := compareBaseline(ctx, &out, db, "20261121-100000", run(1), targets(1), &compare.Gate{Tolerance: 0.05})
-	if err == nil || !strings.Contains(err.Error(), "/flannel significantly worse") || strings.Contains(err.Error(), "/bridge significantly") {
+	if err == nil || !strings.Contains(err.Error(), "/flannel worse than") || strings.Contains(err.Error(), "/bridge worse than") {
 		t.Errorf("gate: %v", err)
 	}
 	if n := strings.Count(out.String(), "Against the baseline run 20261121-100000-base"); n != 2 {

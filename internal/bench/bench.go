@@ -9,6 +9,7 @@ import (
 	"io"
 
 	"github.com/cnibench/cnibench/internal/compare"
+	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/runner"
@@ -26,6 +27,9 @@ type Options struct {
 	Output    string         // table, json or yaml
 	Verbose   bool           // the full table, not just the verdict
 	DryRun    bool
+	// NoiseFrom is a stored run whose noise a dry run plans PlanGate's power from.
+	NoiseFrom string
+	PlanGate  compare.Gate
 	Stdout    io.Writer // summary
 	// Baseline is a stored run to compare the new one with at the end; Gate, when set, makes
 	// a significant regression against it an error.
@@ -66,6 +70,9 @@ func Run(ctx context.Context, o Options) error {
 			fmt.Fprintln(o.Stdout, "# no --seed: the real run shuffles with a fresh seed; this plan uses seed 1")
 		}
 		runner.PrintPlan(o.Stdout, runner.Schedule(s, seed), seed)
+		if o.NoiseFrom != "" {
+			return planGate(ctx, o, s.Repetitions)
+		}
 		return nil
 	}
 	location := o.Results
@@ -105,4 +112,22 @@ func Run(ctx context.Context, o Options) error {
 		return fmt.Errorf("interrupted: run %s is stored as partial with %d samples", res.Run.ID, len(res.Samples))
 	}
 	return err
+}
+
+// planGate prints what a gate could catch at the suite's rounds, from a stored run's noise.
+func planGate(ctx context.Context, o Options, rounds int) error {
+	location := o.Results
+	if location == "" {
+		location = store.DefaultLocation()
+	}
+	db, err := export.OpenExisting(ctx, location)
+	if err != nil {
+		return &setting.Error{Name: "store", Err: err}
+	}
+	defer db.Close()
+	res, noise, err := compare.NoiseFrom(ctx, db, o.NoiseFrom)
+	if err != nil {
+		return &setting.Error{Name: "noiseFrom", Value: o.NoiseFrom, Err: err}
+	}
+	return compare.WritePlan(o.Stdout, o.PlanGate.PlanFor(res, noise, rounds))
 }

@@ -24,8 +24,9 @@ import (
 	"github.com/cnibench/cnibench/internal/store"
 )
 
-// DefaultSeed seeds the bootstrap that stands in for the log-scale interval where a mean is 0,
-// unless told otherwise, so that the same comparison prints the same intervals every time.
+// DefaultSeed is the seed a comparison records unless told otherwise. No figure of a comparison
+// is random any more (the bootstrap for a mean of 0 is gone); the seed is kept in Options and
+// Result so that callers and stored outputs keep their shape.
 const DefaultSeed = 1
 
 // VerdictNA is the verdict of a row that has no direction of improvement, or whose
@@ -64,9 +65,8 @@ type Options struct {
 	A, B Side
 	// Metrics limits the comparison to these metric or resource names; empty means all.
 	Metrics []string
-	// Seed seeds the bootstrap; it is used as given (the command defaults it to
-	// DefaultSeed). Every row uses the same seed, so a row's interval does not depend on
-	// which other rows are compared.
+	// Seed is recorded in the result and passed to stats, which no longer draws from it
+	// (DefaultSeed).
 	Seed int64
 	// Adjust is how the p-values are adjusted for giving all the verdicts at once
 	// (stats.AdjustBH, AdjustHolm or AdjustNone); empty means DefaultAdjust.
@@ -121,6 +121,12 @@ type Result struct {
 	// FingerprintDiff lists the fingerprint keys whose values differ between the two
 	// targets, by key: what actually changed between A and B.
 	FingerprintDiff []Difference
+	// Pool lists the baseline runs of a pooled comparison (ComparePooled), oldest first; A
+	// then stands for them all. Empty for a comparison of two sides.
+	Pool []string
+	// Gate is the gate's judgement, where the caller asked for one (Gate.Evaluate): the JSON
+	// output carries it in the same document.
+	Gate *GateResult
 }
 
 // Cell is a (path, workload, pairs) cell: the targets, or runs, are what is compared.
@@ -157,10 +163,13 @@ type Row struct {
 	// two-sided Mann-Whitney U p-value, U its statistic for B and Exact whether the p-value
 	// is exact. All are NaN (Exact false) when the comparison could not be computed. Where
 	// Paired, the two sides were measured in the same rounds and compared round by round
-	// (stats.CompareBlocked): Ratio is the geometric mean of the per-round ratios, the
-	// interval and PValue the paired t's, and U NaN.
+	// (stats.CompareBlocked) over the rounds that measured both: Ratio is still the ratio of
+	// their means, the interval Fieller's, PValue the paired t's, and U NaN.
 	Ratio, RatioLow, RatioHigh, PValue, U float64
 	Paired                                bool
+	// Pooled marks a row of a pooled comparison: NA counts A's runs, each one value (its
+	// mean), and the interval and p are the prediction interval's (ComparePooled).
+	Pooled bool
 	// Points marks a metric compared on the difference scale (catalog.Points, UDP loss;
 	// stats.ComparePoints): Diff is MeanB - MeanA in the metric's unit with its interval
 	// [DiffLow, DiffHigh], PValue is the t-test's (paired where Paired, else Welch's), and
@@ -169,8 +178,16 @@ type Row struct {
 	Diff, DiffLow, DiffHigh float64
 	// MDE is the smallest relative difference this row could have called four times in five
 	// (stats.Comparison.MDE): NaN when not computed, +Inf when untestable.
-	MDE   float64
-	Exact bool
+	MDE float64
+	// Est is the t estimate behind the interval (stats.Comparison.Est): the log ratio, or the
+	// difference for Points, with its standard error and degrees of freedom; the gate tests
+	// it against the tolerance. Blocks is the number of rounds paired, or the smaller side's
+	// sample count unpaired: the n the gate plans more rounds from.
+	Est    stats.Estimate
+	Blocks int
+	Exact  bool
+	// margin is a paired row's test against the gate's tolerance (stats.RatioTest).
+	margin stats.RatioTest
 	// PAdjusted is PValue adjusted (Result.Adjust) together with the other verdicts of its
 	// workload and path; NaN in a row without a verdict.
 	PAdjusted float64
@@ -228,21 +245,28 @@ func Compare(ctx context.Context, src export.Source, o Options) (Result, error) 
 	if err := adjust(res.Rows, res.Adjust, res.Alpha); err != nil {
 		return Result{}, err
 	}
-	for _, r := range res.Rows {
+	res.Summary = summarize(res.Rows)
+	return res, nil
+}
+
+// summarize counts the rows by verdict.
+func summarize(rows []Row) Summary {
+	var s Summary
+	for _, r := range rows {
 		switch r.Verdict {
 		case stats.VerdictBetter:
-			res.Summary.Better++
+			s.Better++
 		case stats.VerdictWorse:
-			res.Summary.Worse++
+			s.Worse++
 		case stats.VerdictNone:
-			res.Summary.NoDifference++
+			s.NoDifference++
 		case stats.VerdictUntestable:
-			res.Summary.Untestable++
+			s.Untestable++
 		default:
-			res.Summary.NA++
+			s.NA++
 		}
 	}
-	return res, nil
+	return s
 }
 
 // load resolves a side and returns its samples. which is "A" or "B", for error messages.
@@ -370,7 +394,7 @@ func unmatched(x, y side) []Cell {
 func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.Pairing, opts stats.CompareOptions) Row {
 	nan := math.NaN()
 	xa, xb := stats.Values(oa), stats.Values(ob)
-	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
+	r := Row{Est: stats.Estimate{Center: nan, SE: nan, DF: nan}, Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
 		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
 		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, Verdict: VerdictNA}
 	if catalog.Points(k.metric) {
@@ -406,7 +430,11 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 		return r
 	}
 	r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.U, r.Exact, r.MDE = c.Ratio, c.RatioLow, c.RatioHigh, c.PValue, c.U, c.Exact, c.MDE
-	r.Paired = c.Paired
+	r.Paired, r.Est, r.Blocks = c.Paired, c.Est, min(len(xa), len(xb))
+	r.margin = c.Margin
+	if c.Paired && c.NA > 0 {
+		r.Blocks = c.NA // the complete rounds
+	}
 	if c.Points {
 		r.Diff, r.DiffLow, r.DiffHigh = c.Diff, c.DiffLow, c.DiffHigh
 	}
@@ -453,19 +481,40 @@ func adjust(rows []Row, method string, alpha float64) error {
 		families[f] = append(families[f], i)
 	}
 	for f, idx := range families {
-		p := make([]float64, len(idx))
-		for j, i := range idx {
-			p[j] = rows[i].PValue
-		}
-		adj, err := stats.AdjustPValues(p, method)
-		if err != nil {
+		if err := adjustFamily(rows, idx, method, alpha); err != nil {
 			return fmt.Errorf("adjust the p-values of %s %s: %w", f.cell.label(), f.cell.Path, err)
 		}
-		for j, i := range idx {
-			rows[i].PAdjusted = adj[j]
-			if (rows[i].Verdict == stats.VerdictBetter || rows[i].Verdict == stats.VerdictWorse) && !(adj[j] < alpha) {
-				rows[i].Verdict = stats.VerdictNone
-			}
+	}
+	return nil
+}
+
+// adjustFamily adjusts one family's p-values, withdraws the verdicts the adjusted p no longer
+// supports, and calls untestable the rows whose smallest attainable p (the exact rank test's
+// floor at their sample sizes) could not reach alpha in this family whatever their data: a
+// family of twelve rank tests at 5 against 5 floors at 0.095 under Holm.
+func adjustFamily(rows []Row, idx []int, method string, alpha float64) error {
+	p, minP := make([]float64, len(idx)), make([]float64, len(idx))
+	for j, i := range idx {
+		p[j] = rows[i].PValue
+		if !rows[i].Paired && !rows[i].Points && !rows[i].Pooled {
+			minP[j] = stats.MinAttainableP(rows[i].NA, rows[i].NB)
+		}
+	}
+	adj, err := stats.AdjustPValues(p, method)
+	if err != nil {
+		return err
+	}
+	floor, err := stats.AdjustedFloor(p, minP, method)
+	if err != nil {
+		return err
+	}
+	for j, i := range idx {
+		rows[i].PAdjusted = adj[j]
+		if (rows[i].Verdict == stats.VerdictBetter || rows[i].Verdict == stats.VerdictWorse) && !(adj[j] < alpha) {
+			rows[i].Verdict = stats.VerdictNone
+		}
+		if rows[i].Verdict == stats.VerdictNone && floor[j] >= alpha {
+			rows[i].Verdict = stats.VerdictUntestable
 		}
 	}
 	return nil

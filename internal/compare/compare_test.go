@@ -377,7 +377,7 @@ func TestWriteMarkdown(t *testing.T) {
 	for _, want := range []string{"`" + run1 + "/cilium-vxlan` vs `" + run1 + "/bridge`",
 		"**B vs A: 1 better, 1 worse, 1 no significant difference, 3 n/a.**",
 		"| cni | bridge | cilium |", "| tunnel | - | vxlan |", "**better**", "**worse**",
-		"throughput_gbps [Gbit/s]", "8 (+1 failed)", "seed 1", "Measured by A only (not compared): `tcp-stream/1 same-node`"} {
+		"throughput_gbps [Gbit/s]", "8 (+1 failed)", "ratio of the means in every row", "Measured by A only (not compared): `tcp-stream/1 same-node`"} {
 		if !strings.Contains(md, want) {
 			t.Errorf("markdown lacks %q", want)
 		}
@@ -407,7 +407,7 @@ func TestWriteTable(t *testing.T) {
 	}
 	out := buf.String()
 	for _, want := range []string{"A  " + run1 + "/bridge", "cni: bridge -> cilium", "WORKLOAD", "95% CI",
-		"B vs A: 1 better, 1 worse, 1 no significant difference, 3 n/a", "better", "worse", "seed 1", "P ADJ",
+		"B vs A: 1 better, 1 worse, 1 no significant difference, 3 n/a", "better", "worse", "ratio of the means in every row", "P ADJ",
 		"p < 0.05 after the Benjamini-Hochberg adjustment within each workload and path"} {
 		if !strings.Contains(out, want) {
 			t.Errorf("table lacks %q:\n%s", want, out)

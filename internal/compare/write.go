@@ -47,12 +47,14 @@ func (r Result) Level() float64 { return 1 - r.Alpha }
 
 // method describes how the figures were computed, in one sentence a reader can check.
 func (r Result) method() string {
-	return fmt.Sprintf("B/A is the ratio of means with its %s Welch interval on the log scale (the percentile bootstrap, %d resamples, seed %d, "+
-		"where a mean is 0); p is the two-sided Mann-Whitney U test (exact permutation distribution for small tied samples); "+
-		"where both sides were measured in the same rounds of one run (rows marked 'paired'), B/A is the geometric mean of the "+
-		"per-round ratios, and its interval and p the paired t on the per-round log ratios; "+
+	return fmt.Sprintf("B/A is the ratio of the means in every row, paired or not; its %s interval is Welch's on the log scale "+
+		"(the point 0 where B's mean is 0), and p the two-sided Mann-Whitney U test (exact permutation test for small tied samples); "+
+		"where both sides were measured in the same rounds of one run (rows marked 'paired'), the interval is Fieller's and p the "+
+		"paired t on the per-round differences, over the rounds that measured both (the values of rounds one side missed left out "+
+		"and counted); loss rows give B - A in points with the t interval, paired or Welch's; "+
 		"a verdict needs %s and an interval excluding 1, and is 'untestable' where no data could reach it at the samples; "+
-		"warm-up and failed samples are left out.", pct(r.Level()), r.Resamples, r.Seed, r.verdictTest())
+		"'could detect' is the difference called 4 times in 5 at the row's level before adjustment; "+
+		"warm-up and failed samples are left out.", pct(r.Level()), r.verdictTest())
 }
 
 // verdictTest states the test half of a verdict.
@@ -89,23 +91,39 @@ func (r Result) summaryLine() string {
 }
 
 // verdictText is a row's verdict as printed: an untestable one says at which sample sizes, a
-// row without a difference what it could have detected.
+// row without a difference what it could have detected, in per cent of A's mean or, for a
+// figure compared in points (loss), in points.
 func verdictText(r Row) string {
 	switch {
 	case r.Verdict == stats.VerdictUntestable:
 		return fmt.Sprintf("untestable at %dv%d", r.NA, r.NB)
+	case r.Verdict == stats.VerdictNone && r.MDE > 0 && !math.IsInf(r.MDE, 0) && r.Points:
+		return fmt.Sprintf("%s (could detect >= %s pp)", r.Verdict, analysis.Pct(r.MDE))
 	case r.Verdict == stats.VerdictNone && r.MDE > 0 && !math.IsInf(r.MDE, 0):
-		return fmt.Sprintf("%s (could detect >= %.2g %%)", r.Verdict, r.MDE*100)
+		return fmt.Sprintf("%s (could detect >= %s %%)", r.Verdict, analysis.Pct(r.MDE*100))
 	}
 	return r.Verdict
 }
 
-// rowP is a row's p-value as printed, marked where the row was compared round by round.
-func rowP(r Row) string {
-	if r.Paired {
-		return pvalue(r.PValue) + " paired"
+// leftOut is the number of a paired row's values that were not in a round both sides
+// measured, and so not compared: each of its Blocks complete rounds holds one value a side.
+func leftOut(r Row) int {
+	if !r.Paired || r.Blocks <= 0 {
+		return 0
 	}
-	return pvalue(r.PValue)
+	return max(0, r.NA+r.NB-2*r.Blocks)
+}
+
+// rowP is a row's p-value as printed, marked where the row was compared round by round, with
+// the values of the rounds one side missed, which the paired comparison left out.
+func rowP(r Row) string {
+	switch n := leftOut(r); {
+	case !r.Paired:
+		return pvalue(r.PValue)
+	case n > 0:
+		return fmt.Sprintf("%s paired, %d left out", pvalue(r.PValue), n)
+	}
+	return pvalue(r.PValue) + " paired"
 }
 
 func writeTable(w io.Writer, res Result) error {
@@ -213,6 +231,10 @@ type jsonResult struct {
 	OnlyA           []Cell       `json:"only_a"`
 	OnlyB           []Cell       `json:"only_b"`
 	FingerprintDiff []Difference `json:"fingerprint_diff"`
+	// Pool is a pooled comparison's baseline runs; Gate the gate's judgement where one was
+	// asked for (Result.Gate).
+	Pool []string  `json:"pool,omitempty"`
+	Gate *gateJSON `json:"gate,omitempty"`
 }
 
 type jsonRow struct {
@@ -235,10 +257,13 @@ type jsonRow struct {
 	PAdjusted *float64 `json:"p_adjusted"`
 	U         *float64 `json:"u"`
 	Exact     bool     `json:"exact"`
-	// Paired says the row was compared round by round (both sides in the same run's rounds).
-	Paired bool `json:"paired"`
-	// MDE is the smallest relative difference the row could detect (0.04: 4 %), null when
-	// not computed or untestable; on the difference scale it is in the metric's unit.
+	// Paired says the row was compared round by round (both sides in the same run's rounds);
+	// LeftOut counts the values of the rounds one side missed, which it did not compare.
+	Paired  bool `json:"paired"`
+	LeftOut int  `json:"left_out,omitempty"`
+	// MDE is the smallest relative difference of the means the row could detect four times in
+	// five at its level before adjustment (0.04: 4 %), null when not computed or untestable;
+	// on the difference scale it is in the metric's unit.
 	MDE *float64 `json:"min_detectable_effect"`
 	// Scale is "difference" for a metric compared as B - A (UDP loss), with Difference and
 	// its interval in the metric's unit; empty for a ratio.
@@ -253,7 +278,11 @@ type jsonRow struct {
 func writeJSON(w io.Writer, res Result) error {
 	doc := jsonResult{A: res.A, B: res.B, Seed: res.Seed, Resamples: res.Resamples, Alpha: res.Alpha,
 		Adjust: res.Adjust, Family: Family, Confidence: res.Level(), Summary: res.Summary, Rows: []jsonRow{}, OnlyA: orEmpty(res.OnlyA),
-		OnlyB: orEmpty(res.OnlyB), FingerprintDiff: res.FingerprintDiff}
+		OnlyB: orEmpty(res.OnlyB), FingerprintDiff: res.FingerprintDiff, Pool: res.Pool}
+	if res.Gate != nil {
+		g := newGateJSON(*res.Gate)
+		doc.Gate = &g
+	}
 	if doc.FingerprintDiff == nil {
 		doc.FingerprintDiff = []Difference{}
 	}
@@ -262,7 +291,7 @@ func writeJSON(w io.Writer, res Result) error {
 			Direction: r.Direction, NA: r.NA, NB: r.NB, FailedA: r.FailedA, FailedB: r.FailedB,
 			MeanA: finite(r.MeanA), MeanB: finite(r.MeanB), Ratio: finite(r.Ratio), RatioLow: finite(r.RatioLow),
 			RatioHigh: finite(r.RatioHigh), PValue: finite(r.PValue), PAdjusted: finite(r.PAdjusted), U: finite(r.U), Exact: r.Exact, Paired: r.Paired,
-			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note}
+			MDE: finite(r.MDE), Verdict: r.Verdict, Note: r.Note, LeftOut: leftOut(r)}
 		if r.Points {
 			row.Scale, row.Difference, row.DifferenceLow, row.DifferenceHigh = "difference", finite(r.Diff), finite(r.DiffLow), finite(r.DiffHigh)
 		}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/csv"
 	"errors"
+	runlabel "github.com/cnibench/cnibench/internal/label"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -50,6 +51,7 @@ func fill(t *testing.T) *store.DB {
 		t.Fatal(err)
 	}
 	err = fixture.Add(ctx, db, fixture.Run{ID: runB, Started: t0().Add(24 * time.Hour), Status: store.StatusPartial,
+		Labels:  map[string]string{"branch": "main", "commit": "0123abc"},
 		Targets: []store.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", "cross-node", 11)}})
 	if err != nil {
 		t.Fatal(err)
@@ -159,7 +161,14 @@ func TestJSONRoundTrip(t *testing.T) {
 
 func TestList(t *testing.T) {
 	db := fill(t)
-	runs, err := List(context.Background(), db)
+	main, err := runlabel.ParseSelector("branch=main")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if runs, err := List(context.Background(), db, main); err != nil || len(runs) != 1 || runs[0].ID != runB {
+		t.Errorf("List(branch=main) = %+v, %v; want %s alone", runs, err, runB)
+	}
+	runs, err := List(context.Background(), db, runlabel.Selector{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -178,10 +187,13 @@ func TestList(t *testing.T) {
 	if err := WriteList(&js, "json", runs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ID", runA, "bridge,cilium-vxlan", "16 (1 failed)", "3m10s", store.StatusPartial} {
+	for _, want := range []string{"ID", runA, "bridge,cilium-vxlan", "16 (1 failed)", "3m10s", store.StatusPartial, "LABELS", "branch=main,commit=0123abc"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
+	}
+	if !strings.Contains(js.String(), `"branch": "main"`) {
+		t.Errorf("json lacks the labels:\n%s", js.String())
 	}
 	if !strings.Contains(js.String(), `"duration_s": 190`) || !strings.Contains(js.String(), `"failed": 1`) {
 		t.Errorf("json:\n%s", js.String())

@@ -39,11 +39,13 @@ type RunJSON struct {
 	Version  string     `json:"version"`
 	Note     string     `json:"note,omitempty"`
 	Suite    string     `json:"suite"` // the effective suite, as YAML text
+	// Labels are the run's key=value labels (commit, branch...), absent when none.
+	Labels map[string]string `json:"labels,omitempty"`
 }
 
 // NewRunJSON is the JSON form of a run, its times in UTC.
 func NewRunJSON(r store.Run) RunJSON {
-	j := RunJSON{ID: r.ID, Started: r.Started.UTC(), Status: r.Status, Seed: r.Seed, Version: r.Version, Note: r.Note, Suite: r.Suite}
+	j := RunJSON{ID: r.ID, Started: r.Started.UTC(), Status: r.Status, Seed: r.Seed, Version: r.Version, Note: r.Note, Suite: r.Suite, Labels: r.Labels}
 	if !r.Finished.IsZero() {
 		f := r.Finished.UTC()
 		j.Finished = &f
@@ -127,7 +129,7 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 		return Bundle{}, fmt.Errorf("read json export: format %q, expected %q", doc.Format, JSONFormat)
 	}
 	b := Bundle{Run: store.Run{ID: doc.Run.ID, Started: doc.Run.Started.UTC(), Status: doc.Run.Status,
-		Suite: doc.Run.Suite, Seed: doc.Run.Seed, Version: doc.Run.Version, Note: doc.Run.Note}}
+		Suite: doc.Run.Suite, Seed: doc.Run.Seed, Version: doc.Run.Version, Note: doc.Run.Note, Labels: doc.Run.Labels}}
 	if doc.Run.Finished != nil {
 		b.Run.Finished = doc.Run.Finished.UTC()
 	}

@@ -9,6 +9,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	runlabel "github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -35,20 +36,24 @@ type RunInfo struct {
 	Duration time.Duration `json:"-"`       // Finished - Started; 0 while running
 	Seconds  float64       `json:"duration_s,omitempty"`
 	Note     string        `json:"note,omitempty"`
+	Labels   runlabel.Set  `json:"labels,omitempty"`
 }
 
-// List describes every stored run, newest first.
+// List describes every stored run the selector selects by its labels, newest first.
 //
 // It reads each run's samples whole, raw output included, because the store has no cheaper
 // way to count them; that is fine for the hundreds of runs a person keeps.
-func List(ctx context.Context, src Lister) ([]RunInfo, error) {
+func List(ctx context.Context, src Lister, sel runlabel.Selector) ([]RunInfo, error) {
 	runs, err := src.Runs(ctx)
 	if err != nil {
 		return nil, err
 	}
 	out := make([]RunInfo, 0, len(runs))
 	for _, r := range runs {
-		info := RunInfo{ID: r.ID, Started: r.Started, Status: r.Status, Targets: []string{}, Note: r.Note}
+		if !sel.Matches(r.Labels) {
+			continue
+		}
+		info := RunInfo{ID: r.ID, Started: r.Started, Status: r.Status, Targets: []string{}, Note: r.Note, Labels: r.Labels}
 		if r.Interrupted() {
 			// Cancelled, or still marked running while its process is gone (killed).
 			info.Status = Interrupted
@@ -102,7 +107,7 @@ func WriteList(w io.Writer, format string, runs []RunInfo) error {
 		return nil
 	case "table":
 		tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-		fmt.Fprintln(tw, "ID\tSTARTED\tSTATUS\tTARGETS\tSAMPLES\tDURATION")
+		fmt.Fprintln(tw, "ID\tSTARTED\tSTATUS\tTARGETS\tSAMPLES\tDURATION\tLABELS")
 		for _, r := range runs {
 			samples := fmt.Sprint(r.Samples)
 			if r.Failed > 0 {
@@ -112,8 +117,12 @@ func WriteList(w io.Writer, format string, runs []RunInfo) error {
 			if r.Finished != nil {
 				duration = r.Duration.Round(time.Second).String()
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.UTC().Format("2006-01-02 15:04:05Z"), r.Status,
-				strings.Join(r.Targets, ","), samples, duration)
+			labels := r.Labels.String()
+			if labels == "" {
+				labels = "-"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", r.ID, r.Started.UTC().Format("2006-01-02 15:04:05Z"), r.Status,
+				strings.Join(r.Targets, ","), samples, duration, labels)
 		}
 		if err := tw.Flush(); err != nil {
 			return fmt.Errorf("write run list: %w", err)

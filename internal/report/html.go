@@ -9,6 +9,7 @@ import (
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/label"
 )
 
 // htmlPage is the data of pageTemplate.
@@ -20,6 +21,8 @@ type htmlPage struct {
 	References []htmlRef
 	// Profiles are the flame graphs of profiled cells.
 	Profiles []htmlProfile
+	// History charts each cell of a run over the stored runs, change points marked.
+	History  []htmlHistory
 	Runs     []htmlRun
 	EnvHead  []string
 	Env      []htmlEnvRow
@@ -29,8 +32,8 @@ type htmlPage struct {
 
 // htmlRun is a run in the page header.
 type htmlRun struct {
-	ID, Status, Started, Finished, Took, Version, Note, Suite, Targets string
-	Seed                                                               int64
+	ID, Status, Started, Finished, Took, Version, Note, Suite, Targets, Labels string
+	Seed                                                                       int64
 }
 
 // htmlEnvRow is one fingerprint key and its value on each target.
@@ -112,7 +115,8 @@ func (m model) htmlPage() htmlPage {
 			}
 		}
 		p.Runs = append(p.Runs, htmlRun{ID: d.Run.ID, Status: d.Run.Status, Started: started, Finished: finished, Took: took,
-			Version: d.Run.Version, Note: d.Run.Note, Suite: d.Run.Suite, Seed: d.Run.Seed, Targets: strings.Join(names, ", ")})
+			Version: d.Run.Version, Note: d.Run.Note, Suite: d.Run.Suite, Seed: d.Run.Seed, Targets: strings.Join(names, ", "),
+			Labels: label.Set(d.Run.Labels).String()})
 	}
 	p.Title = "cnibench report: " + strings.Join(ids, ", ")
 	for _, d := range m.docs {
@@ -125,6 +129,7 @@ func (m model) htmlPage() htmlPage {
 			p.References = append(p.References, htmlReference(d.Reference, d.Targets))
 		}
 		p.Profiles = append(p.Profiles, htmlProfiles(run, d.Profiles)...)
+		p.History = append(p.History, htmlHistories(run, d.History, d.Run.ID)...)
 	}
 	for _, t := range m.targets {
 		p.EnvHead = append(p.EnvHead, t.label)
@@ -344,7 +349,7 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
 {{if .Verdict}}
 <h2 id="verdict">Verdict</h2>
-<p class="desc">Each workload's headline metric (UDP: loss at the offered rate), best first: mean [95 % CI]; x = mean relative to the reference, pp = difference in percentage points (loss); p: paired t on the per-round log ratios (loss: differences) where every round measured both ("paired"), else Mann-Whitney U (loss: Welch's t).</p>
+<p class="desc">Each workload's headline metric (UDP: loss at the offered rate), best first: mean [95 % CI]; x = ratio of the means to the reference's, pp = difference in percentage points (loss); p: paired t on the per-round differences where rounds measured both ("paired", the rounds one side missed left out), else Mann-Whitney U (loss: Welch's t), Holm-adjusted; could detect: the difference called 4 times in 5 at the adjusted level; within: shown equivalent at the precision loop's margin.</p>
 <div class="scroll"><table class="verdict">
 <tr><th>Workload and metric</th><th>Target or path</th><th>Mean [95 % CI]</th><th>x</th><th>Verdict</th><th>n</th></tr>
 {{range .Verdict}}{{$title := .Title}}{{range $i, $r := .Rows}}<tr{{if eq $i 0}} class="first"{{end}}><td>{{if eq $i 0}}{{$title}}{{end}}</td><td>{{$r.Name}}</td><td>{{$r.Mean}} {{$r.CI}}</td><td>{{$r.Ratio}}</td><td>{{if $r.Decided}}<b>{{$r.Verdict}}</b>{{else}}{{$r.Verdict}}{{end}}</td><td>{{$r.N}}</td></tr>
@@ -358,6 +363,13 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{range .Rows}}<tr>{{range .}}<td>{{.}}</td>{{end}}</tr>
 {{end}}</table></div>
 {{end}}
+{{if .History}}
+<h2 id="history">History</h2>
+<p class="desc">Each cell's verdict metric over the stored runs up to this one (ringed), one dot per run (its mean), oldest left; a horizontal line is a segment's mean, a dashed line a change point (E-Divisive means with a t test between segments, as Apache Otava: red for the worse, green for the better), with the step's ratio and 95 % interval in the caption.</p>
+{{range .History}}<figure><figcaption><b>{{.Title}}</b><span class="desc">{{.Line}}</span></figcaption>
+<div class="scroll">{{.SVG}}</div>
+</figure>
+{{end}}{{end}}
 {{if .Profiles}}
 <h2 id="profiles">Where the CPU goes</h2>
 <p class="desc">Flame graphs of the host's busy CPU samples during the measured windows (perf): each box is a function, as wide as the samples it was on the stack of, its callers below it; warm colours are the kernel's, cool ones user code. Hover a box for its share.</p>
@@ -367,8 +379,8 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{end}}{{end}}
 <h2>Runs</h2>
 <div class="scroll"><table>
-<tr><th>Run</th><th>Status</th><th>Started</th><th>Finished</th><th>Took</th><th>Seed</th><th>Version</th><th>Targets</th><th>Note</th></tr>
-{{range .Runs}}<tr><td><code>{{.ID}}</code></td><td><span class="status status-{{.Status}}">{{.Status}}</span></td><td>{{.Started}}</td><td>{{.Finished}}</td><td>{{.Took}}</td><td>{{.Seed}}</td><td>{{.Version}}</td><td>{{.Targets}}</td><td>{{.Note}}</td></tr>
+<tr><th>Run</th><th>Status</th><th>Started</th><th>Finished</th><th>Took</th><th>Seed</th><th>Version</th><th>Targets</th><th>Labels</th><th>Note</th></tr>
+{{range .Runs}}<tr><td><code>{{.ID}}</code></td><td><span class="status status-{{.Status}}">{{.Status}}</span></td><td>{{.Started}}</td><td>{{.Finished}}</td><td>{{.Took}}</td><td>{{.Seed}}</td><td>{{.Version}}</td><td>{{.Targets}}</td><td>{{.Labels}}</td><td>{{.Note}}</td></tr>
 {{end}}</table></div>
 {{range .Runs}}{{if .Suite}}<details><summary>Suite of run {{.ID}} (YAML)</summary><pre>{{.Suite}}</pre></details>
 {{end}}{{end}}

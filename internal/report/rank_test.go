@@ -41,7 +41,10 @@ func TestRankOrdersTargetsAndTestsThemAgainstTheBest(t *testing.T) {
 	}
 	var buf bytes.Buffer
 	WriteRanking(&buf, groups)
-	if !strings.Contains(buf.String(), "slow 7 [") || !strings.Contains(buf.String(), "x0.70 worse") || !strings.Contains(buf.String(), "n.s.") {
+	// Every compared entry says on how many samples, and one that is not significant what it
+	// could have detected.
+	if !strings.Contains(buf.String(), "slow 7 [") || !strings.Contains(buf.String(), "x0.70 worse (p=") || !strings.Contains(buf.String(), "n.s. (p=") ||
+		strings.Count(buf.String(), "n=6v6") != 2 || !strings.Contains(buf.String(), "could detect ") {
 		t.Errorf("ranking text:\n%s", buf.String())
 	}
 }

@@ -10,8 +10,11 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/history"
+	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/suite"
 	"sigs.k8s.io/yaml"
 )
 
@@ -28,6 +31,9 @@ type Document struct {
 	Reference *analysis.ReferenceTable `json:"reference,omitempty"`
 	// Profiles is where the CPU time went in each profiled cell (runs with profile on).
 	Profiles []analysis.ProfileCell `json:"profiles,omitempty"`
+	// History is the run's cells over the stored runs up to it, with their change points,
+	// where the caller read the store for it (history.ForRun).
+	History []history.Series `json:"history,omitempty"`
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
@@ -36,8 +42,26 @@ func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) 
 	for i, t := range targets {
 		names[i] = t.Name
 	}
-	return Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples),
+	d := Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples),
 		Reference: referenceOf(run, samples), Profiles: analysis.Profiles(names, samples)}
+	m := marginOf(run)
+	for i := range d.Verdict {
+		d.Verdict[i].Margin = m
+	}
+	for i := range d.Ranking {
+		d.Ranking[i].Margin = m
+	}
+	return d
+}
+
+// marginOf is the equivalence margin of a run with a precision target, from its stored
+// suite; 0 for a run without one (or a suite that no longer parses).
+func marginOf(run store.Run) float64 {
+	s, err := suite.Parse([]byte(run.Suite))
+	if err != nil || s.Precision <= 0 {
+		return 0
+	}
+	return float64(s.Margin)
 }
 
 // Write renders a run in format "table", "json" or "yaml".
@@ -100,7 +124,11 @@ func jsonSafe(d Document) any {
 
 // header prints the run's line and each target's environment.
 func header(w io.Writer, d Document) {
-	fmt.Fprintf(w, "\nrun %s  %s  %s  seed %d\n", d.Run.ID, d.Run.Status, d.Run.Started.Format("2006-01-02 15:04:05Z"), d.Run.Seed)
+	fmt.Fprintf(w, "\nrun %s  %s  %s  seed %d", d.Run.ID, d.Run.Status, d.Run.Started.Format("2006-01-02 15:04:05Z"), d.Run.Seed)
+	if len(d.Run.Labels) > 0 {
+		fmt.Fprintf(w, "  labels %s", label.Set(d.Run.Labels))
+	}
+	fmt.Fprintln(w)
 	for _, t := range d.Targets {
 		fmt.Fprintf(w, "target %s: %s\n", t.Name, fingerprintLine(t.Fingerprint))
 	}
@@ -210,7 +238,7 @@ func verdictJSON(lines []analysis.VerdictLine) []map[string]any {
 	out := make([]map[string]any, 0, len(lines))
 	for _, l := range lines {
 		g := rankingJSON([]analysis.RankGroup{{Path: l.Path, Workload: l.Workload, Pairs: l.Pairs, Metric: l.Metric, Unit: l.Unit,
-			HigherIsBetter: l.HigherIsBetter, Entries: l.Entries}})[0]
+			HigherIsBetter: l.HigherIsBetter, Entries: l.Entries, Margin: l.Margin}})[0]
 		g["against"] = l.Against
 		out = append(out, g)
 	}
@@ -224,6 +252,12 @@ func rankingJSON(groups []analysis.RankGroup) []map[string]any {
 		var entries []map[string]any
 		for _, e := range g.Entries {
 			m := map[string]any{"target": e.Target, "verdict": e.Verdict, "n": e.Summary.N, "paired": e.Paired}
+			if e.Dropped > 0 {
+				m["dropped_rounds"] = e.Dropped
+			}
+			if g.Margin > 0 && e.Verdict == analysis.NotSignificant {
+				m["equivalent"], m["equivalence_margin"] = analysis.Equivalent(e, g.Margin), analysis.MarginText(e, g.Margin)
+			}
 			figures := map[string]float64{"mean": e.Mean, "ratio_to_best": e.RatioToBest, "p_value": e.PValue,
 				"ci95_low": e.Summary.CILow, "ci95_high": e.Summary.CIHigh, "min_detectable_effect": e.MDE}
 			if e.Points {

@@ -17,9 +17,13 @@ func WriteVerdict(w io.Writer, lines []analysis.VerdictLine) {
 		return
 	}
 	fmt.Fprintln(w, "\nverdict: each workload's headline metric (UDP: loss at the offered rate), best first; mean")
-	fmt.Fprintln(w, "[95 % CI]; x = mean relative to the reference, pp = difference in percentage points (loss);")
-	fmt.Fprintln(w, "p: paired t on the per-round log ratios (loss: differences) where every round measured both")
-	fmt.Fprintln(w, "('paired'), else Mann-Whitney U (loss: Welch's t)")
+	fmt.Fprintln(w, "[95 % CI]; x = ratio of the means to the reference's, pp = difference in percentage points")
+	fmt.Fprintln(w, "(loss); p: paired t on the per-round differences where rounds measured both ('paired', the")
+	fmt.Fprintln(w, "rounds one side missed left out), else Mann-Whitney U (loss: Welch's t), Holm-adjusted;")
+	fmt.Fprintln(w, "could detect: the difference called 4 times in 5 at the adjusted level")
+	if note := marginNote(lines); note != "" {
+		fmt.Fprintln(w, note)
+	}
 	measured, setup := splitSetup(lines)
 	for _, l := range measured {
 		fmt.Fprintf(w, "\n%s\n", lineTitle(l))
@@ -64,6 +68,24 @@ func untestableNote(lines []analysis.VerdictLine) string {
 	}
 	return fmt.Sprintf("untestable: at these samples no data could reach p < %g; %d samples a side can (--repetitions %d, or a --precision target)",
 		stats.DefaultAlpha, need, need)
+}
+
+// marginNote states the equivalence margin of a run with a precision target, where one of its
+// lines is compared: its loop stopped a comparison shown within it ("within ±2 %"), and the
+// reader needs the margin to read that. Empty for a run without one.
+func marginNote(lines []analysis.VerdictLine) string {
+	m := 0.0
+	for _, l := range lines {
+		m = max(m, l.Margin)
+	}
+	if m == 0 {
+		return ""
+	}
+	pct := analysis.Pct(m * 100)
+	return fmt.Sprintf("within: shown equivalent to the reference at the precision loop's margin, ±%s %% of the ratio\n"+
+		"(loss: ±%s pp up to 0.5 %% loss, ±%s %% of the loss level above), by two one-sided tests at a\n"+
+		"level spent over the rounds (at most 5 %% over all the loop's looks)", pct, analysis.Pct(analysis.PointsMargin(m, 0)),
+		analysis.Pct(((1+m)*(1+m)-1)*100))
 }
 
 // Brief prints what a run ends with: its header, the targets' environment and the verdict,

@@ -167,8 +167,77 @@ func TestVerdictPairsByRound(t *testing.T) {
 	if err := json.Unmarshal(data, &doc); err != nil || len(doc.Verdict) != 1 || !doc.Verdict[0].Entries[1].Paired {
 		t.Errorf("JSON verdict %s: want the second entry paired (%v)", data, err)
 	}
+	// A round one target missed (its sample failed) is left out, and the line says so; the
+	// other four rounds still show the drop, which all nine samples unpaired could not.
 	samples[len(samples)-1].Error, samples[len(samples)-1].Metrics = "boom", nil
-	if b := analysis.Verdict(samples)[0].Entries[1]; b.Paired || b.Verdict == "worse" {
-		t.Errorf("with a round missing on one side: %+v; want an unpaired comparison that cannot tell", b)
+	l = analysis.Verdict(samples)[0]
+	if b := l.Entries[1]; !b.Paired || b.Dropped != 1 || b.NA != 4 || b.Verdict != "worse" {
+		t.Errorf("with a round missing on one side: %+v; want worse, paired on the 4 complete rounds, 1 left out", b)
+	}
+	buf.Reset()
+	WriteVerdict(&buf, []analysis.VerdictLine{l})
+	if !strings.Contains(buf.String(), ", paired, 1 round left out)") {
+		t.Errorf("verdict text does not say a round was left out:\n%s", buf.String())
+	}
+	buf.Reset()
+	WriteRanking(&buf, analysis.Rank(samples))
+	if !strings.Contains(buf.String(), "worse (p=") || !strings.Contains(buf.String(), "n=4v4, paired, 1 round left out)") {
+		t.Errorf("ranking text does not give n and the round left out:\n%s", buf.String())
+	}
+}
+
+// TestVerdictPrintsEquivalenceMargin: a run with a precision target prints its equivalence
+// margin where an entry is shown within it, for a ratio in per cent and for loss in points at
+// the loss level (±0.02 pp near 0.2 % loss at the default 2 %, not the ±2 pp that read every
+// small loss as equivalent); a run without one prints no margin.
+func TestVerdictPrintsEquivalenceMargin(t *testing.T) {
+	var samples []store.Sample
+	for i := range 16 {
+		swing := 1 + 0.05*float64(i%4-2)
+		for _, tg := range []struct {
+			name      string
+			gbps, pct float64
+		}{{"a", 10, 0.2}, {"b", 10 * (1 + 0.002*float64(i%3-1)), 0.2 + 0.001*float64(i%3-1)}} {
+			samples = append(samples,
+				store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
+					Metrics: map[string]float64{"throughput_gbps": tg.gbps * swing}},
+				store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "udp-stream/1300B@500M",
+					Metrics: map[string]float64{"loss_pct": tg.pct * swing, "throughput_gbps": 0.5}})
+		}
+	}
+	var buf bytes.Buffer
+	if err := Brief(&buf, NewDocument(store.Run{ID: "r", Suite: "precision: 5%\n"}, nil, samples)); err != nil {
+		t.Fatal(err)
+	}
+	out := buf.String()
+	for _, want := range []string{"n.s., within ±2 % (p=", "n.s., within ±0.02 pp (p=", "margin, ±2 % of the ratio", "±0.02 pp up to 0.5 % loss"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("precision run's verdict lacks %q:\n%s", want, out)
+		}
+	}
+	buf.Reset()
+	if err := Brief(&buf, NewDocument(store.Run{ID: "r"}, nil, samples)); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(buf.String(), "within") {
+		t.Errorf("a run without a precision target prints a margin:\n%s", buf.String())
+	}
+}
+
+// TestPercentFormatting: a detectable difference of 150 % reads "150 %", not "1.5e+02 %", and a
+// loss's is in points, not points times 100.
+func TestPercentFormatting(t *testing.T) {
+	for _, c := range []struct {
+		e    analysis.Ranked
+		want string
+	}{
+		{analysis.Ranked{MDE: 1.5}, ", could detect 150 %"},
+		{analysis.Ranked{MDE: 0.034}, ", could detect 3.4 %"},
+		{analysis.Ranked{MDE: 0.3, Points: true}, ", could detect 0.3 pp"},
+		{analysis.Ranked{MDE: 0.00012, Points: true}, ", could detect 0.00012 pp"},
+	} {
+		if got := detectable(c.e); got != c.want {
+			t.Errorf("MDE %v (points %v): %q, want %q", c.e.MDE, c.e.Points, got, c.want)
+		}
 	}
 }

@@ -3,7 +3,6 @@ package report
 import (
 	"fmt"
 	"io"
-	"math"
 	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/analysis"
@@ -35,7 +34,7 @@ func lineTable(l analysis.VerdictLine) []VerdictRow {
 	rows := make([]VerdictRow, 0, len(l.Entries))
 	for _, e := range l.Entries {
 		r := VerdictRow{Name: e.Target, Mean: analysis.Num(e.Mean), CI: ciOf(e.Summary), Ratio: relation(e),
-			Verdict: entryVerdict(e), N: fmt.Sprintf("n=%d", e.Summary.N), Decided: e.Verdict == "better" || e.Verdict == "worse"}
+			Verdict: entryVerdict(e, l.Margin), N: fmt.Sprintf("n=%d", e.Summary.N), Decided: e.Verdict == "better" || e.Verdict == "worse"}
 		switch {
 		case e.Verdict == "reference" && l.Path == "":
 			r.Verdict = "baseline"
@@ -52,17 +51,15 @@ func lineTable(l analysis.VerdictLine) []VerdictRow {
 	return rows
 }
 
-// entryVerdict is how an entry compares with the reference, in words.
-func entryVerdict(e analysis.Ranked) string {
+// entryVerdict is how an entry compares with the reference, in words; margin is the run's
+// equivalence margin (0: none).
+func entryVerdict(e analysis.Ranked, margin float64) string {
 	switch e.Verdict {
 	case "best", "reference":
 		return e.Verdict
 	case analysis.NotSignificant:
 		// What more rounds would buy starts from what these could have seen.
-		if e.MDE > 0 && !math.IsInf(e.MDE, 0) {
-			return fmt.Sprintf("n.s. (p=%.2g%s, could detect %s)", e.PValue, pairedMark(e), detectable(e))
-		}
-		return fmt.Sprintf("n.s. (p=%.2g%s)", e.PValue, pairedMark(e))
+		return fmt.Sprintf("n.s.%s (p=%.2g%s%s)", equivalence(e, margin), e.PValue, pairedMark(e), detectable(e))
 	case analysis.Untestable:
 		return fmt.Sprintf("untestable at %dv%d", e.NA, e.NB)
 	case analysis.Untested:

@@ -157,7 +157,7 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 	for {
 		misses, cells := check(res.Samples, target, float64(s.Margin), held)
 		if len(misses) == 0 {
-			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison decided (different at p < %g or within ±%.3g %%)",
+			r.progress("precision: all %d headline figures within ±%.3g %% after %d rounds (held %d checks running), every comparison decided (different at p < %g or within the margin: ±%.3g %% for a ratio, in points for UDP loss)",
 				cells, target*100, round, confirmRounds, DecisiveP, float64(s.Margin)*100)
 			return nil
 		}

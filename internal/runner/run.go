@@ -46,8 +46,10 @@ type Options struct {
 	// NoNodeProbe leaves out the read of the nodes' own network settings (ProbeNodes), and
 	// with it the host-network pods that read them.
 	NoNodeProbe bool
-	Layout      cluster.Layout
-	Cache       binaries.Cache
+	// Labels are stored with the run (commit, branch, CNI version...), to select it by later.
+	Labels map[string]string
+	Layout cluster.Layout
+	Cache  binaries.Cache
 }
 
 // Result is what a run produced.
@@ -101,7 +103,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		return res, fmt.Errorf("identify this process for the store: %w", err)
 	}
 	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: store.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
-		Version: o.Version, Owner: owner}
+		Version: o.Version, Owner: owner, Labels: o.Labels}
 	// Runs of killed processes would otherwise look in progress forever.
 	marked, err := o.Store.MarkInterrupted(ctx)
 	if err != nil {

@@ -126,12 +126,14 @@ func decisionRun(r *rand.Rand, cv, shift float64, nmax int) (verdict string, cov
 // printed 5 % verdict must call a difference at most as often as a fixed number of rounds
 // would (5 %, plus half the Monte Carlo error of ±0.01 at 2000 runs: the rules above that
 // gave 6 % fail it), and the ratio interval it
-// stops on must cover near 95 %. Measured at 8000 runs each: identical targets called
-// different 0.023 (CV 1 %, where the margin is reached in about 7 rounds: the rule errs on the
-// safe side) and 0.049 (CV 2 % and 3 %); intervals covering 0.977 and 0.951, and 0.938-0.947
-// at a true 1 % difference (0.922 at CV 1 % with this test's seed). Noisier figures (CV 5 %
-// and more) reach neither bound in 12 rounds and run to the budget: a fixed n, 0.051 at
-// CV 10 %. The power to call a 10 % difference, and the rounds it took, are logged.
+// stops on must cover near 95 %. Measured with this test's seed, 2000 runs each: identical
+// targets called different 0.038 (CV 1 %) and 0.046 (CV 2 %), intervals covering 0.962 and
+// 0.954, and 0.933-0.954 at a true 1 % difference. Equivalence now spends its level over the
+// looks (analysis.EquivalenceLevel), so at CV 1 % the loop stops on it after 10.5 rounds on
+// average and at CV 2 % runs to the 12 (with a 95 % interval inside the margin at every look
+// it stopped at about 7 at CV 1 %). Noisier figures reach neither bound in 12 rounds and run
+// to the budget: a fixed n. The power to call a 10 % difference, and the rounds it took, are
+// logged.
 func TestComparisonStoppingRule(t *testing.T) {
 	const reps, nmax = 2000, 12
 	r := rand.New(rand.NewPCG(41, 43))

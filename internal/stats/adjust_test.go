@@ -58,3 +58,42 @@ func TestAdjustPValuesRejectsBadInput(t *testing.T) {
 		t.Errorf("p out of range: %v", err)
 	}
 }
+
+// TestAdjustedFloor: the floor is the adjusted p at the test's own smallest p, the others as
+// they are: SciPy 1.17's scipy.stats.false_discovery_control on the substituted vectors
+// ([0.0079, 0.01, 0.02][0] = 0.015, [0.4, 0.0079, 0.02][1] = 0.0237, [0.4, 0.01, 0.0079][2] =
+// 0.015), and Holm's (m-k+1)·p with its running maximum (0.0237 for each); a Holm family of
+// twelve rank tests at 5 v 5 floors at 12·0.0079365 = 0.0952.
+func TestAdjustedFloor(t *testing.T) {
+	const m5 = 0.007936507936507936 // 5 v 5
+	for _, c := range []struct {
+		name    string
+		p, minP []float64
+		method  string
+		want    []float64
+	}{
+		{"holm", []float64{0.2, 0.3, 0.5}, []float64{0.0079, 0.0079, 0.0079}, AdjustHolm, []float64{0.0237, 0.0237, 0.0237}},
+		{"bh helped by the others", []float64{0.4, 0.01, 0.02}, []float64{0.0079, 0.0079, 0.0079}, AdjustBH, []float64{0.015, 0.0237, 0.015}},
+		{"no floor", []float64{0.2, math.NaN()}, []float64{0, 0}, AdjustHolm, []float64{0, math.NaN()}},
+	} {
+		got, err := AdjustedFloor(c.p, c.minP, c.method)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i := range got {
+			if !(math.Abs(got[i]-c.want[i]) < 1e-12 || math.IsNaN(got[i]) && math.IsNaN(c.want[i])) {
+				t.Errorf("%s: floor %v, want %v", c.name, got, c.want)
+				break
+			}
+		}
+	}
+	twelve := make([]float64, 12)
+	floors := make([]float64, 12)
+	for i := range twelve {
+		twelve[i], floors[i] = 0.4, m5
+	}
+	got, _ := AdjustedFloor(twelve, floors, AdjustHolm)
+	if math.Abs(got[0]-12*m5) > 1e-12 || got[0] < DefaultAlpha {
+		t.Errorf("twelve rank tests at 5 v 5 under Holm: floor %v, want %v (untestable)", got[0], 12*m5)
+	}
+}

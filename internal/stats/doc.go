@@ -2,9 +2,10 @@
 // cnibench reports: a per-configuration Summary (n, mean, median, standard
 // deviation, Student-t confidence interval of the mean, 20 % trimmed mean and
 // Tukey-flagged outliers), a distribution-free confidence interval of the
-// median, and a two-group Comparison (ratio of means with a Welch interval on
-// the log scale, Mann-Whitney U p-value, the smallest p it could reach and
-// the smallest difference it could detect, and a better/worse verdict).
+// median, and a two-group Comparison (the ratio of the means, with a Welch
+// interval on the log scale and a Mann-Whitney U p-value, or paired by round
+// Fieller's interval and the paired t; the smallest p it could reach and the
+// smallest difference it could detect; and a better/worse verdict).
 //
 // The package is written for what cnibench actually collects: small samples
 // (n = 3..30) on a machine whose results can swing by a factor of two. That

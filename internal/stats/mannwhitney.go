@@ -33,7 +33,12 @@ func binomial(n, k int) float64 {
 
 // permutationP is the exact two-sided p-value of U for the first sample (u1, nx values)
 // under the permutation distribution of the given midranks: the share of the C(n, nx) ways
-// to pick nx of them whose U is at least as far from its mean as u1.
+// to pick nx of them whose U is at least as far from its mean as u1. With ties that
+// distribution need not be symmetric, and two-sided rules then differ: this one is
+// scipy.stats.permutation_test with the statistic |U - nx·ny/2| and alternative='greater'
+// (0.0873 for ties4v5 in the tests), not permutation_test's own alternative='two-sided',
+// which doubles the smaller one-sided tail of U (0.111 there). Both are exact tests at their
+// level; this one counts the splits as extreme as the data in either direction.
 func permutationP(ranks []float64, nx int, u1 float64) float64 {
 	n := len(ranks)
 	mu := float64(nx) * float64(n-nx) / 2
@@ -71,8 +76,9 @@ type mwuResult struct {
 
 // mannWhitneyU performs the two-sided Mann-Whitney U test of x against y,
 // reproducing scipy.stats.mannwhitneyu(x, y, alternative='two-sided')
-// with its defaults (method='auto', use_continuity=True). Inputs must be
-// non-empty and NaN-free; they are not modified.
+// with its defaults (method='auto', use_continuity=True), except that tied
+// samples of at most exactTiesMax splits get the exact permutation test of
+// permutationP. Inputs must be non-empty and NaN-free; they are not modified.
 func mannWhitneyU(x, y []float64) mwuResult {
 	nx, ny := len(x), len(y)
 	n := nx + ny
@@ -132,7 +138,7 @@ func mannWhitneyU(x, y []float64) mwuResult {
 	if ties && binomial(n, nx) <= exactTiesMax {
 		// With ties SciPy falls back to the normal approximation, which at small n can be far
 		// off (3 against 3 with ties: 0.047 where the permutation distribution says 0.100):
-		// count the splits of the pooled midranks instead.
+		// count the splits of the pooled midranks instead (permutationP's two-sided rule).
 		return mwuResult{u: u1, p: permutationP(ranks, nx, u1), exact: true}
 	}
 	if (nx <= exactMaxN || ny <= exactMaxN) && !ties {

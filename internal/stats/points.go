@@ -11,9 +11,9 @@ import (
 // ComparePoints compares b against a on the difference of their means, in the metric's own
 // units: the scale for a percentage of a whole that is often 0, such as UDP loss, where a
 // ratio does not exist (0 against 0.4 %) or says nothing (0.01 % against 0.1 % is x10 and no
-// practical difference). It pairs by block where CompareBlocked would (the one-sample t on the
-// per-block differences, n-1 degrees of freedom), and is Welch's t on the two samples
-// otherwise. The interval and the test are the same t statistic, so a verdict never sits
+// practical difference). It pairs by block where CompareBlocked would, on the complete blocks
+// (the one-sample t on the per-block differences, n-1 degrees of freedom; the incomplete
+// blocks counted in DroppedBlocks), and is Welch's t on the two samples otherwise. The interval and the test are the same t statistic, so a verdict never sits
 // beside an interval that holds 0.
 //
 // The result has Points set, the difference of the means and its (1-Alpha) interval in Diff,
@@ -28,8 +28,9 @@ func ComparePoints(a, b []Obs, higherIsBetter bool, pairing Pairing, opts Compar
 		return Comparison{}, errors.New("stats: Alpha must be in (0, 1)")
 	}
 	var e diffEstimate
-	if xa, xb, ok := pairByBlock(a, b); ok && pairing == PairAuto {
-		e = pairedDiff(xa, xb)
+	p, ok := pairByBlock(a, b)
+	if ok && pairing == PairAuto {
+		e = pairedDiff(p.a, p.b)
 	} else {
 		va, err := pointsInput("a", Values(a))
 		if err != nil {
@@ -41,7 +42,11 @@ func ComparePoints(a, b []Obs, higherIsBetter bool, pairing Pairing, opts Compar
 		}
 		e = welchDiff(va, vb)
 	}
-	c := Comparison{Points: true, Paired: e.paired, Diff: e.diff, Ratio: math.NaN(), RatioLow: math.NaN(), RatioHigh: math.NaN(), U: math.NaN(), PValue: 1}
+	c := Comparison{Points: true, Paired: e.paired, Diff: e.diff, Ratio: math.NaN(), RatioLow: math.NaN(), RatioHigh: math.NaN(), U: math.NaN(), PValue: 1,
+		NA: e.na, NB: e.nb, Est: Estimate{Center: e.diff, SE: e.se, DF: e.df}, det: detectBasis{se: e.se, df: e.df}}
+	if e.paired {
+		c.DroppedBlocks = p.dropped
+	}
 	if e.meanA > 0 {
 		c.Ratio = e.meanB / e.meanA
 	}
@@ -51,7 +56,7 @@ func ComparePoints(a, b []Obs, higherIsBetter bool, pairing Pairing, opts Compar
 		t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: e.df}
 		half := t.Quantile(1-opts.Alpha/2) * e.se
 		c.DiffLow, c.DiffHigh = e.diff-half, e.diff+half
-		c.MDE = (t.Quantile(1-opts.Alpha/2) + t.Quantile(0.8)) * e.se
+		c.MDE = c.DetectableAt(opts.Alpha)
 		c.PValue = 2 * t.Survival(math.Abs(e.diff)/e.se)
 	case e.diff != 0:
 		c.PValue = 0 // every block, or every value, moved by the same amount
@@ -64,6 +69,7 @@ func ComparePoints(a, b []Obs, higherIsBetter bool, pairing Pairing, opts Compar
 // diffEstimate is a difference of means with its standard error and degrees of freedom.
 type diffEstimate struct {
 	diff, se, df, meanA, meanB float64
+	na, nb                     int
 	paired                     bool
 }
 
@@ -75,7 +81,7 @@ func pairedDiff(a, b []float64) diffEstimate {
 	}
 	mean, sd := stat.MeanStdDev(d, nil)
 	return diffEstimate{diff: mean, se: sd / math.Sqrt(float64(len(d))), df: float64(len(d) - 1),
-		meanA: stat.Mean(a, nil), meanB: stat.Mean(b, nil), paired: true}
+		meanA: stat.Mean(a, nil), meanB: stat.Mean(b, nil), na: len(a), nb: len(b), paired: true}
 }
 
 // welchDiff is mean(b) - mean(a) with Welch's standard error and Welch-Satterthwaite degrees
@@ -84,7 +90,7 @@ func welchDiff(a, b []float64) diffEstimate {
 	na, nb := float64(len(a)), float64(len(b))
 	ma, mb := stat.Mean(a, nil), stat.Mean(b, nil)
 	va, vb := stat.Variance(a, nil)/na, stat.Variance(b, nil)/nb
-	e := diffEstimate{diff: mb - ma, se: math.Sqrt(va + vb), meanA: ma, meanB: mb}
+	e := diffEstimate{diff: mb - ma, se: math.Sqrt(va + vb), meanA: ma, meanB: mb, na: len(a), nb: len(b)}
 	if va+vb > 0 {
 		e.df = (va + vb) * (va + vb) / (va*va/(na-1) + vb*vb/(nb-1))
 	}

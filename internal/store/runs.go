@@ -23,9 +23,18 @@ func (d *DB) CreateRun(ctx context.Context, r Run) error {
 	if err := validRun(r); err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
-	_, err := d.exec(ctx, d.db,
-		`INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-		r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note, r.Owner.encode())
+	err := inTx(ctx, d.db, func(tx *sql.Tx) error {
+		if _, err := d.exec(ctx, tx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+			r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note, r.Owner.encode()); err != nil {
+			return err
+		}
+		for k, v := range r.Labels {
+			if _, err := d.exec(ctx, tx, `INSERT INTO run_labels (run_id, key, value) VALUES (?, ?, ?)`, r.ID, k, v); err != nil {
+				return fmt.Errorf("label %s: %w", k, err)
+			}
+		}
+		return nil
+	})
 	if err != nil {
 		return fmt.Errorf("create run %s: %w", r.ID, err)
 	}
@@ -41,6 +50,14 @@ func validRun(r Run) error {
 	}
 	for field, v := range map[string]string{"id": r.ID, "suite": r.Suite, "version": r.Version} {
 		if err := checkText(field, v); err != nil {
+			return err
+		}
+	}
+	for k, v := range r.Labels {
+		if k == "" {
+			return fmt.Errorf("a label with an empty key")
+		}
+		if err := checkText("label "+k, k+v); err != nil {
 			return err
 		}
 	}
@@ -164,7 +181,44 @@ func (d *DB) queryRuns(ctx context.Context, where string, args ...any) ([]Run, e
 		}
 		runs = append(runs, r)
 	}
-	return runs, rows.Err()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	rows.Close() // SQLite's one connection may be needed for the labels' query
+	return runs, d.addLabels(ctx, runs)
+}
+
+// addLabels reads the labels of runs: all runs' in one query when there are many.
+func (d *DB) addLabels(ctx context.Context, runs []Run) error {
+	if len(runs) == 0 {
+		return nil
+	}
+	where, args := ``, []any{}
+	if len(runs) == 1 {
+		where, args = ` WHERE run_id = ?`, []any{runs[0].ID}
+	}
+	rows, err := d.query(ctx, d.db, `SELECT run_id, key, value FROM run_labels`+where, args...)
+	if err != nil {
+		return fmt.Errorf("labels: %w", err)
+	}
+	defer rows.Close()
+	byID := make(map[string]*Run, len(runs))
+	for i := range runs {
+		byID[runs[i].ID] = &runs[i]
+	}
+	for rows.Next() {
+		var id, k, v string
+		if err := rows.Scan(&id, &k, &v); err != nil {
+			return fmt.Errorf("labels: %w", err)
+		}
+		if r := byID[id]; r != nil {
+			if r.Labels == nil {
+				r.Labels = map[string]string{}
+			}
+			r.Labels[k] = v
+		}
+	}
+	return rows.Err()
 }
 
 // DeleteRun deletes a run with its targets and samples. Like Run, it accepts a unique prefix.

@@ -143,6 +143,21 @@ func migrations(dl dialect) []migration {
 				`ALTER TABLE samples ADD COLUMN profile TEXT NOT NULL DEFAULT ''`,
 			},
 		},
+		{
+			version: 6,
+			name:    "labels of a run",
+			stmts: []string{
+				// key=value pairs a CI stores with a run (commit, branch, CNI version,
+				// kernel), to select runs by; one row each, so SQL and Grafana filter on them.
+				`CREATE TABLE run_labels (
+					run_id TEXT NOT NULL REFERENCES runs (id) ON DELETE CASCADE,
+					key    TEXT NOT NULL CHECK (key <> ''),
+					value  TEXT NOT NULL,
+					PRIMARY KEY (run_id, key)
+				)`,
+				`CREATE INDEX run_labels_key ON run_labels (key, value)`,
+			},
+		},
 	}
 }
 

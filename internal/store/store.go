@@ -63,6 +63,9 @@ type Run struct {
 	// Owner is the process writing the run, recorded so that a killed run can be recognised;
 	// zero for runs stored before owners were, or written elsewhere (an import).
 	Owner Owner
+	// Labels are key=value pairs given to the run (commit, branch, CNI version...), to select
+	// runs by (label.Selector); nil when none.
+	Labels map[string]string
 }
 
 // Target is a cluster measured by a run.

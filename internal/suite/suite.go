@@ -90,7 +90,8 @@ type Suite struct {
 	Precision Fraction `json:"precision,omitempty"`
 	// Margin is the equivalence margin of a run with Precision: a group also gets rounds while
 	// a comparison its verdict prints is undecided, neither different at a strict level nor
-	// with its ratio's 95 % interval inside ±Margin (written "2%"); default DefaultMargin.
+	// with its ratio's 95 % interval inside ±Margin (written "2%"; for UDP loss, a margin in
+	// points that grows with the loss, analysis.EquivalenceMargin); default DefaultMargin.
 	Margin Fraction `json:"margin,omitempty"`
 	// Budget bounds the wall time of a run with Precision, setup included; default
 	// DefaultBudget.

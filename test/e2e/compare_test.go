@@ -5,14 +5,15 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
 	"strings"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -248,36 +249,40 @@ precision: off
 }
 
 // checkGateAgrees runs `compare --fail-on worse --tolerance 10%` between two targets and checks
-// that it exits non-zero exactly when its own table (compare -o json) calls a headline metric
-// worse by more than 10 %, and that it paired their rounds.
+// that its exit status is the outcome its own JSON states (0 pass, 1 fail, 3 inconclusive), that
+// it fails exactly where a gated row failed, that it paired their rounds, and that the table
+// says the same outcome first.
 func checkGateAgrees(ctx context.Context, t *testing.T, a, b, results string) {
 	t.Helper()
 	out, gateErr := cli(ctx, "compare", a, b, "--store", results, "--fail-on", "worse", "--tolerance", "10%")
 	if !strings.Contains(out, " paired") {
 		t.Errorf("compare did not pair the rounds:\n%s", out)
 	}
-	stdout, stderr, err := cliSplit(ctx, "compare", a, b, "--store", results, "-o", "json")
-	if err != nil {
-		t.Fatalf("compare -o json: %v\n%s", err, stderr)
-	}
+	stdout, stderr, _ := cliSplit(ctx, "compare", a, b, "--store", results, "-o", "json", "--fail-on", "worse", "--tolerance", "10%")
 	var doc struct {
-		Rows []struct {
-			Metric, Verdict, Direction string
-			Pairs                      int
-			Ratio                      *float64
+		Gate struct {
+			Outcome string
+			Rows    []struct {
+				Metric string
+				Failed bool
+			}
 		}
 	}
 	if err := json.Unmarshal([]byte(stdout), &doc); err != nil {
-		t.Fatalf("compare json: %v\n%s", err, stdout)
+		t.Fatalf("compare json: %v\n%s\n%s", err, stdout, stderr)
 	}
-	worse := false
-	for _, r := range doc.Rows {
-		if r.Verdict != "worse" || r.Ratio == nil || !analysis.Headline(analysis.Row{Metric: r.Metric, Pairs: r.Pairs}) {
-			continue
-		}
-		worse = worse || (r.Direction == "higher" && *r.Ratio < 0.9) || (r.Direction == "lower" && *r.Ratio > 1.1)
+	failed := false
+	for _, r := range doc.Gate.Rows {
+		failed = failed || r.Failed
 	}
-	if worse != (gateErr != nil) {
-		t.Errorf("the gate exited %v where its table has a headline worse: %v\n%s", gateErr, worse, out)
+	status := 0
+	var exit *exec.ExitError
+	if errors.As(gateErr, &exit) {
+		status = exit.ExitCode()
 	}
+	want := map[string]int{"pass": 0, "fail": 1, "inconclusive": 3}[doc.Gate.Outcome]
+	if status != want || failed != (doc.Gate.Outcome == "fail") || !strings.Contains(out, "gate: ") {
+		t.Errorf("the gate's outcome %q (a row failed: %v) and its exit status %d disagree:\n%s", doc.Gate.Outcome, failed, status, out)
+	}
+	t.Logf("gate between %s and %s: %s", a, b, doc.Gate.Outcome)
 }
