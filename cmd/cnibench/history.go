@@ -23,9 +23,9 @@ func newHistoryCommand() *cobra.Command {
 		Long: `Reads the complete stored runs whose labels match --selector (all without it), oldest first,
 and follows each target, path, workload and metric over them (each cell's verdict metric unless
 --metrics names others): one value per run, its mean. In each series it finds the change points
-by E-Divisive means with a t test between segments, as Apache Otava does (a 5 % chance of a false
-change point per series, segments of at least 3 runs), and prints each with the size of its step
-and its 95 % interval.
+by E-Divisive means with a t test between segments, as Apache Otava does (segments of at least 3
+runs; a 5 % chance of a false change point anywhere among the series printed, each searched at
+5 % over their number), and prints each with the size of its step and its 95 % interval.
 
 In CI, after storing each run with its labels (run --label branch=main --label commit=$SHA):
 

@@ -94,7 +94,7 @@ func (g Gate) PlanFor(res Result, noise string, rounds int) Plan {
 			if r.Row.Paired {
 				perBlock = 1
 			}
-			at := stats.Estimate{SE: e.SE * math.Sqrt(float64(n)/float64(rounds)), DF: perBlock * float64(rounds-1)}
+			at := stats.Estimate{SE: e.SE * stats.MedianSEFactor(e.DF) * math.Sqrt(float64(n)/float64(rounds)), DF: perBlock * float64(rounds-1)}
 			s := scaleOf(r.Row)
 			pr.Detectable = s.fromEst(s.toEst(g.Tolerance) + stats.Detectable(at, level, stats.DefaultPower))
 		}

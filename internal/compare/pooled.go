@@ -64,7 +64,7 @@ func ComparePooled(ctx context.Context, src Lister, o PoolOptions) (Result, erro
 		return Result{}, err
 	}
 	means := map[key][]float64{}
-	for _, id := range pool {
+	for _, id := range ids(pool) {
 		_, samples, err := load(ctx, src, "baseline", Side{Run: id, Target: b.Target})
 		if err != nil {
 			if _, only, err2 := load(ctx, src, "baseline", Side{Run: id}); err2 == nil {
@@ -77,8 +77,8 @@ func ComparePooled(ctx context.Context, src Lister, o PoolOptions) (Result, erro
 			means[k] = append(means[k], stats.Summarize(stats.Values(obs)).Mean)
 		}
 	}
-	res := Result{B: b, A: Resolved{Run: "pool(" + o.Selector.String() + ")", Target: b.Target, Status: fmt.Sprintf("%d runs", len(pool))},
-		Alpha: stats.DefaultAlpha, Adjust: DefaultAdjust, Pool: pool}
+	res := Result{B: b, A: Resolved{Run: "pool(" + o.Selector.String() + ")", Target: b.Target, Started: pool[0].Started,
+		Status: fmt.Sprintf("%d runs to %s", len(pool), pool[len(pool)-1].ID)}, Alpha: stats.DefaultAlpha, Adjust: DefaultAdjust, Pool: ids(pool)}
 	vb := collect(sb)
 	if err := checkMetrics(o.Metrics, side{values: map[key][]stats.Obs{}}, vb); err != nil {
 		return Result{}, err
@@ -99,9 +99,9 @@ func ComparePooled(ctx context.Context, src Lister, o PoolOptions) (Result, erro
 	return res, nil
 }
 
-// poolRuns are the ids of the newest o.Last complete runs matching the selector that started
-// before B's run, oldest first.
-func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]string, error) {
+// poolRuns are the newest o.Last complete runs matching the selector that started before B's
+// run, oldest first.
+func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]store.Run, error) {
 	runs, err := src.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the baseline runs: %w", err)
@@ -120,11 +120,16 @@ func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]str
 		return nil, &setting.Error{Name: "baseline", Value: o.Selector.String(),
 			Want: fmt.Sprintf("%d complete run(s) match and started before %s; a pooled baseline needs at least %d", len(picked), b.Run, MinPool)}
 	}
-	ids := make([]string, len(picked))
-	for i, r := range picked {
-		ids[len(picked)-1-i] = r.ID
+	slices.Reverse(picked)
+	return picked, nil
+}
+
+func ids(runs []store.Run) []string {
+	out := make([]string, len(runs))
+	for i, r := range runs {
+		out[i] = r.ID
 	}
-	return ids, nil
+	return out
 }
 
 // pooledRow compares B's mean of one metric with the baseline runs' means xs.
@@ -161,7 +166,17 @@ func pooledRow(k key, xs, yb []float64, failedB int, alpha float64) Row {
 		logs[i] = scale(x)
 	}
 	m, s := stat.MeanStdDev(logs, nil)
-	e := stats.Estimate{Center: scale(r.MeanB) - m, SE: s * math.Sqrt(1+1/float64(len(xs))), DF: float64(len(xs) - 1)}
+	// B's own mean may be noisier than a baseline run's (a round hit by a neighbour): its
+	// variance is the larger of the runs' spread and its rounds' own, as far as they tell.
+	own := 0.0
+	if len(yb) >= 2 {
+		ys := make([]float64, len(yb))
+		for i, y := range yb {
+			ys[i] = scale(math.Max(y, math.SmallestNonzeroFloat64))
+		}
+		own = stat.Variance(ys, nil) / float64(len(yb))
+	}
+	e := stats.Estimate{Center: scale(r.MeanB) - m, SE: math.Sqrt(s*s/float64(len(xs)) + math.Max(s*s, own)), DF: float64(len(xs) - 1)}
 	r.Est = e
 	t := distuv.StudentsT{Mu: 0, Sigma: 1, Nu: e.DF}
 	half := t.Quantile(1-alpha/2) * e.SE

@@ -40,7 +40,9 @@ type Options struct {
 	// Until leaves out runs that started after it (zero: none), so that a run's report shows
 	// the history up to that run.
 	Until time.Time
-	// Detect tunes the change point detection.
+	// Detect tunes the change point detection. Its Alpha (default 5 %) is the chance of a
+	// false change point anywhere among the series built: each series is searched at Alpha
+	// over their number (Bonferroni), since a CI fails on any of them.
 	Detect changepoint.Options
 }
 
@@ -134,6 +136,11 @@ func BuildCounted(ctx context.Context, src Store, o Options) ([]Series, int, err
 		}
 	}
 	out := make([]Series, 0, len(points))
+	perSeries := o.Detect
+	if perSeries.Alpha == 0 {
+		perSeries.Alpha = changepoint.DefaultAlpha
+	}
+	perSeries.Alpha /= float64(max(len(points), 1))
 	for k, p := range points {
 		s := Series{Target: k.target, Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, Points: p}
 		if spec, ok := catalog.Lookup(k.metric); ok {
@@ -142,7 +149,7 @@ func BuildCounted(ctx context.Context, src Store, o Options) ([]Series, int, err
 				s.Direction = "higher"
 			}
 		}
-		if err := s.detect(o.Detect); err != nil {
+		if err := s.detect(perSeries); err != nil {
 			return nil, 0, err
 		}
 		out = append(out, s)

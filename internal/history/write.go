@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"strings"
-	"text/tabwriter"
 )
 
 // Write renders the series as a table (a verdict line first, then each series with its
@@ -44,20 +43,16 @@ func Headline(series []Series, runs int) string {
 
 func writeTable(w io.Writer, series []Series, runs int) error {
 	fmt.Fprintln(w, Headline(series, runs))
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	for _, s := range series {
-		fmt.Fprintf(tw, "\n%s\t%s\t%s\t%s [%s]\t%d runs\t%s\n", s.Target, s.Path, workloadLabel(s), s.Metric, s.Unit, len(s.Points), spark(s))
+		fmt.Fprintf(w, "\n%s %s %s %s [%s], %d runs  %s\n", s.Target, s.Path, workloadLabel(s), s.Metric, s.Unit, len(s.Points), spark(s))
 		for _, st := range s.Steps {
 			verdict := s.Kind(st)
 			if st.Worse {
 				verdict = "WORSE"
 			}
-			fmt.Fprintf(tw, "  %s at run %s (%d of %d)\t%.4g -> %.4g\t%s\tp %.2g\t\t\n", verdict, st.Run, st.Index+1, len(s.Points),
+			fmt.Fprintf(w, "  %s at run %s (%d of %d): %.4g -> %.4g, %s, p %.2g\n", verdict, st.Run, st.Index+1, len(s.Points),
 				st.Before, st.After, st.size(s.Unit), st.PValue)
 		}
-	}
-	if err := tw.Flush(); err != nil {
-		return fmt.Errorf("write history: %w", err)
 	}
 	return nil
 }
