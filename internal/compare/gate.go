@@ -350,7 +350,7 @@ func (gr GateResult) inconclusive() string {
 	msg := fmt.Sprintf("gate inconclusive: %d of %d gated metric(s) could not catch a %s worsening at their noise and n",
 		weak, gr.Family, percent(gr.Detect))
 	if rounds > 0 {
-		msg += fmt.Sprintf("; %d rounds a side would (run --repetitions %d --precision off)", rounds, rounds)
+		msg += fmt.Sprintf("; %d rounds would (run --repetitions %d --precision off)", rounds, rounds)
 	}
 	return msg
 }
