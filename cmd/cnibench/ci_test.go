@@ -109,6 +109,10 @@ func TestCIGateAndHistory(t *testing.T) {
 	if err != nil && !errors.As(err, &inc) {
 		t.Errorf("no change: the gate failed: %v\n%s", err, out)
 	}
+	t.Logf("unchanged against the pool: %v", err)
+	if err != nil && !strings.Contains(err.Error(), "against a pooled baseline, more rounds in every run") {
+		t.Errorf("an inconclusive pooled gate does not say what would help: %v", err)
+	}
 	if _, err := execute(t, newRootCommand(), "compare", "--store", same, "--baseline", "branch=nope", feat); err == nil ||
 		!strings.Contains(err.Error(), "--baseline") || !strings.Contains(err.Error(), "needs at least 3") {
 		t.Errorf("an empty pool: %v", err)

@@ -336,10 +336,11 @@ func (gr GateResult) inconclusive() string {
 	if gr.Family == 0 {
 		return "gate inconclusive: no metric both sides measured could be gated"
 	}
-	weak, rounds := 0, 0
+	weak, rounds, pooled := 0, 0, false
 	for _, r := range gr.Rows {
 		if r.Weak {
 			weak++
+			pooled = pooled || r.Row.Pooled
 			if r.Rounds == 0 {
 				rounds = -1
 			} else if rounds >= 0 {
@@ -349,7 +350,12 @@ func (gr GateResult) inconclusive() string {
 	}
 	msg := fmt.Sprintf("gate inconclusive: %d of %d gated metric(s) could not catch a %s worsening at their noise and n",
 		weak, gr.Family, percent(gr.Detect))
-	if rounds > 0 {
+	switch {
+	case pooled:
+		// The noise of a pooled comparison is the spread of the runs' means, which more
+		// rounds in every run narrow; more runs in the pool only estimate it better.
+		msg += "; against a pooled baseline, more rounds in every run (run --repetitions) narrow the runs' spread, more runs only estimate it"
+	case rounds > 0:
 		msg += fmt.Sprintf("; %d rounds would (run --repetitions %d --precision off)", rounds, rounds)
 	}
 	return msg
