@@ -390,24 +390,30 @@ func unmatched(x, y side) []Cell {
 	return out
 }
 
-// compareRow compares one metric of one cell.
-func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.Pairing, opts stats.CompareOptions) Row {
+// newRow is a row of one metric of one cell with nothing computed yet: its figures NaN, no
+// verdict, and what the catalogue says of the metric (unit, direction, difference scale).
+func newRow(k key, na, nb int) Row {
 	nan := math.NaN()
-	xa, xb := stats.Values(oa), stats.Values(ob)
-	r := Row{Est: stats.Estimate{Center: nan, SE: nan, DF: nan}, Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xa), NB: len(xb),
-		FailedA: failedA, FailedB: failedB, MeanA: stats.Summarize(xa).Mean, MeanB: stats.Summarize(xb).Mean,
-		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, Verdict: VerdictNA}
+	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: na, NB: nb,
+		Ratio: nan, RatioLow: nan, RatioHigh: nan, PValue: nan, U: nan, PAdjusted: nan, MDE: nan, Verdict: VerdictNA,
+		Est: stats.Estimate{Center: nan, SE: nan, DF: nan}}
 	if catalog.Points(k.metric) {
 		r.Points, r.Diff, r.DiffLow, r.DiffHigh = true, nan, nan, nan
 	}
-	spec, known := catalog.Lookup(k.metric)
-	if known {
-		r.Unit = spec.Unit
-		r.Direction = "lower"
+	if spec, known := catalog.Lookup(k.metric); known {
+		r.Unit, r.Direction = spec.Unit, "lower"
 		if spec.HigherIsBetter {
 			r.Direction = "higher"
 		}
 	}
+	return r
+}
+
+// compareRow compares one metric of one cell.
+func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.Pairing, opts stats.CompareOptions) Row {
+	xa, xb := stats.Values(oa), stats.Values(ob)
+	r := newRow(k, len(xa), len(xb))
+	r.FailedA, r.FailedB, r.MeanA, r.MeanB = failedA, failedB, stats.Summarize(xa).Mean, stats.Summarize(xb).Mean
 	// The common reasons stats.Compare refuses are checked here first, to explain them in
 	// terms of the sides rather than of its arguments.
 	switch {
@@ -424,7 +430,7 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 	if r.Points {
 		compare = stats.ComparePoints
 	}
-	c, err := compare(oa, ob, !known || spec.HigherIsBetter, pairing, opts)
+	c, err := compare(oa, ob, r.Direction != "lower", pairing, opts)
 	if err != nil {
 		r.Note = strings.TrimPrefix(err.Error(), "stats: ")
 		return r
@@ -438,7 +444,7 @@ func compareRow(k key, oa, ob []stats.Obs, failedA, failedB int, pairing stats.P
 	if c.Points {
 		r.Diff, r.DiffLow, r.DiffHigh = c.Diff, c.DiffLow, c.DiffHigh
 	}
-	if !known {
+	if r.Direction == "" {
 		r.Note = "unknown metric: no direction of improvement"
 		return r
 	}

@@ -279,12 +279,17 @@ func (g Gate) plan(gr *GateRow, level, detect float64) {
 	if n < 2 || e.SE == 0 {
 		return
 	}
-	perBlock := 2.0
-	if gr.Row.Paired {
-		perBlock = 1
-	}
 	unit := e.SE * math.Sqrt(float64(n))
-	gr.Rounds = stats.RoundsFor(unit, s.toEst(detect)-margin, perBlock, level, stats.DefaultPower, 1000)
+	gr.Rounds = stats.RoundsFor(unit, s.toEst(detect)-margin, gr.Row.dfPerBlock(), level, stats.DefaultPower, 1000)
+}
+
+// dfPerBlock is the degrees of freedom a round adds to the row's test: one paired (n-1 at n
+// rounds), about two unpaired (2n-2 at n a side).
+func (r Row) dfPerBlock() float64 {
+	if r.Paired {
+		return 1
+	}
+	return 2
 }
 
 // Regressions are the rows that fail the gate.

@@ -7,7 +7,6 @@ import (
 	"math"
 	"text/tabwriter"
 
-	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/stats"
 )
@@ -59,25 +58,19 @@ func NoiseFrom(ctx context.Context, src export.Source, run string) (Result, stri
 // s·sqrt(2/n) with 2n-2 degrees of freedom.
 func selfNoiseRow(k key, xs []float64) Row {
 	n := len(xs)
-	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: n, NB: n,
-		Points: catalog.Points(k.metric), Est: stats.Estimate{Center: 0, SE: math.NaN(), DF: float64(2*n - 2)}}
-	if spec, ok := catalog.Lookup(k.metric); ok {
-		r.Unit, r.Direction = spec.Unit, "lower"
-		if spec.HigherIsBetter {
-			r.Direction = "higher"
-		}
-	}
+	r := newRow(k, n, n)
+	r.Est = stats.Estimate{Center: 0, SE: math.NaN(), DF: float64(2*n - 2)}
 	if n < 2 || (!r.Points && minOf(xs) <= 0) {
 		return r
 	}
-	logs := make([]float64, n)
+	scaled := make([]float64, n)
 	for i, x := range xs {
-		logs[i] = math.Log(x)
-		if r.Points {
-			logs[i] = x
+		scaled[i] = x // points: the difference scale
+		if !r.Points {
+			scaled[i] = math.Log(x)
 		}
 	}
-	s := stats.Summarize(logs).StdDev
+	s := stats.Summarize(scaled).StdDev
 	r.Est.SE, r.Blocks = s*math.Sqrt(2/float64(n)), n
 	return r
 }
@@ -90,11 +83,8 @@ func (g Gate) PlanFor(res Result, noise string, rounds int) Plan {
 		pr := PlanRow{Row: r.Row, Detectable: math.Inf(1), Rounds: r.Rounds}
 		e, n := r.Row.Est, r.Row.Blocks
 		if n >= 2 && rounds >= 2 && !math.IsNaN(e.SE) {
-			perBlock := 2.0
-			if r.Row.Paired {
-				perBlock = 1
-			}
-			at := stats.Estimate{SE: e.SE * stats.MedianSEFactor(e.DF) * math.Sqrt(float64(n)/float64(rounds)), DF: perBlock * float64(rounds-1)}
+			at := stats.Estimate{SE: e.SE * stats.MedianSEFactor(e.DF) * math.Sqrt(float64(n)/float64(rounds)),
+				DF: r.Row.dfPerBlock() * float64(rounds-1)}
 			s := scaleOf(r.Row)
 			pr.Detectable = s.fromEst(s.toEst(g.Tolerance) + stats.Detectable(at, level, stats.DefaultPower))
 		}

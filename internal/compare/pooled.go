@@ -7,7 +7,6 @@ import (
 	"slices"
 	"sort"
 
-	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/setting"
@@ -134,22 +133,8 @@ func ids(runs []store.Run) []string {
 
 // pooledRow compares B's mean of one metric with the baseline runs' means xs.
 func pooledRow(k key, xs, yb []float64, failedB int, alpha float64) Row {
-	nan := math.NaN()
-	r := Row{Path: k.cell.Path, Workload: k.cell.Workload, Pairs: k.cell.Pairs, Metric: k.metric, NA: len(xs), NB: len(yb),
-		FailedB: failedB, MeanA: stat.Mean(xs, nil), MeanB: stat.Mean(yb, nil), Ratio: nan, RatioLow: nan, RatioHigh: nan,
-		PValue: nan, U: nan, PAdjusted: nan, MDE: nan, Verdict: VerdictNA, Pooled: true,
-		Est: stats.Estimate{Center: nan, SE: nan, DF: nan}}
-	spec, known := catalog.Lookup(k.metric)
-	if known {
-		r.Unit, r.Direction = spec.Unit, "lower"
-		if spec.HigherIsBetter {
-			r.Direction = "higher"
-		}
-	}
-	r.Points = catalog.Points(k.metric)
-	if r.Points {
-		r.Diff, r.DiffLow, r.DiffHigh = nan, nan, nan
-	}
+	r := newRow(k, len(xs), len(yb))
+	r.FailedB, r.MeanA, r.MeanB, r.Pooled = failedB, stat.Mean(xs, nil), stat.Mean(yb, nil), true
 	if len(xs) < MinPool || len(yb) == 0 {
 		r.Note = fmt.Sprintf("needs %d baseline runs and a value of B, has %d and %d", MinPool, len(xs), len(yb))
 		return r
@@ -180,7 +165,7 @@ func pooledRow(k key, xs, yb []float64, failedB int, alpha float64) Row {
 	if !r.Points {
 		r.MDE = math.Expm1(r.MDE)
 	}
-	if !known {
+	if r.Direction == "" {
 		r.Note = "unknown metric: no direction of improvement"
 		return r
 	}
@@ -189,7 +174,7 @@ func pooledRow(k key, xs, yb []float64, failedB int, alpha float64) Row {
 	r.Verdict = stats.VerdictNone
 	if higher || lower {
 		r.Verdict = stats.VerdictWorse
-		if higher == spec.HigherIsBetter {
+		if higher == (r.Direction == "higher") {
 			r.Verdict = stats.VerdictBetter
 		}
 	}

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"io"
 	"strings"
+
+	"github.com/cnibench/cnibench/internal/store"
 )
 
 // Write renders the series as a table (a verdict line first, then each series with its
@@ -58,10 +60,7 @@ func writeTable(w io.Writer, series []Series, runs int) error {
 }
 
 func workloadLabel(s Series) string {
-	if s.Pairs > 1 {
-		return fmt.Sprintf("%s x%d", s.Workload, s.Pairs)
-	}
-	return s.Workload
+	return store.Cell{Workload: s.Workload, Pairs: s.Pairs}.WorkloadLabel()
 }
 
 // spark draws the series in eight levels between its minimum and maximum, a bar at each
