@@ -32,6 +32,8 @@ func daemonNames() map[string]bool {
 		"containerd-shim", "runc", "crun", "coredns", "iperf3", "sockperf",
 		"flanneld", "cilium-agent", "cilium-operator", "pause", "cnb-pause",
 		"runsc", "runsc-gofer", "runsc-sandbox", "containerd-shim-runsc-v1", "stress-ng",
+		"calico-node", "crio", "conmon", "pinns", "youki", "sysbench", "stream", "k6",
+		"traefik", "registry",
 		"perf", // a profiled sample's recording
 	} {
 		names[n] = true
