@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/provider/local"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
 )
@@ -66,8 +67,7 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 			}
 			o.Stdout, o.Runner.Out = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.Runner.Version = version
-			o.Runner.Layout = cluster.DefaultLayout()
-			o.Runner.Cache = binaries.Default()
+			o.Runner.Local = local.Clusters{Layout: cluster.DefaultLayout(), Cache: binaries.Default()}.Provider
 			return bench.Run(cmd.Context(), o)
 		},
 	}

@@ -46,13 +46,13 @@ const (
 // every report, so that readers learn them. They are Tableau 10 hues: distinct for common
 // colour-vision deficiencies and, being saturated, easy to find in a screenshot test.
 func knownPathColours() map[string]string {
-	return map[string]string{
-		suite.HostNetwork:  "#4e79a7", // blue: the baseline
-		suite.SameNode:     "#f28e2b", // orange
-		suite.CrossNode:    "#59a14f", // green
-		suite.PodToService: "#e15759", // red
-		suite.Localhost:    "#b07aa1", // purple
+	out := map[string]string{}
+	for _, p := range suite.PathTable() {
+		if p.Colour != "" {
+			out[p.Name] = p.Colour
+		}
 	}
+	return out
 }
 
 // extraColours are handed out, in order, to paths the suite does not know (a newer store).

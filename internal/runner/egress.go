@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"net"
 	"os"
-	"slices"
 	"strings"
 	"time"
 
@@ -71,7 +70,7 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 		}
 		ext.ca = string(ca)
 	}
-	if slices.Contains(paths, suite.EgressGateway) {
+	if suite.PathsNeed(paths, suite.NeedsEgressGateway) {
 		if ext.viaGateway == "" {
 			return errors.New("path egress-gateway: the target has no gateway address: a local cluster needs at least 2 nodes, a remote one --external-gateway-address (external.gatewayAddress)")
 		}
@@ -163,8 +162,8 @@ func gatewayOf(ctx context.Context, c *kube.Client) (node, source string, err er
 }
 
 // target is the external address a path's clients connect to.
-func (e *externalHost) target(path string) string {
-	if path == suite.EgressGateway {
+func (e *externalHost) target(p suite.Path) string {
+	if p.Address == suite.AddrExternalViaGateway {
 		return e.viaGateway
 	}
 	return e.direct
@@ -176,7 +175,8 @@ func (e *externalHost) target(path string) string {
 // route as the sample (same pod, same destination address), so a datapath or gateway that does
 // not do what the path says fails the sample instead of measuring another path.
 func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []pairEnd) error {
-	control := net.JoinHostPort(tg.ext.target(path), portOf(tg.ext.control))
+	p, _ := suite.PathOf(path)
+	control := net.JoinHostPort(tg.ext.target(p), portOf(tg.ext.control))
 	checked := map[string]bool{}
 	for i, e := range ends {
 		pod := tg.fixture.Pod(kube.RoleClient, i)
@@ -186,7 +186,7 @@ func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []p
 		}
 		checked[node] = true
 		want, what := node, "its own node "+pod.Spec.NodeName
-		if path == suite.EgressGateway {
+		if p.Address == suite.AddrExternalViaGateway {
 			want, what = tg.ext.gatewaySource, "the gateway "+tg.ext.gatewayNode
 		}
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
@@ -215,4 +215,13 @@ func checkSource(path, got, want, what string) error {
 func portOf(hostPort string) string {
 	_, port, _ := net.SplitHostPort(hostPort)
 	return port
+}
+
+// externalHostOf is the run's own record of the external host a provider offers; nil for none.
+func externalHostOf(e *External) *externalHost {
+	if e == nil {
+		return nil
+	}
+	return &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode,
+		tokenFile: e.TokenFile, caFile: e.CAFile}
 }

@@ -19,12 +19,12 @@ import (
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// gatewayOffer is what a provider says of a target's Gateway API: a local cluster deploys
+// GatewayOffer is what a provider says of a target's Gateway API: a local cluster deploys
 // Traefik itself when it has the CRDs and binaries; a remote one names its GatewayClass.
-type gatewayOffer struct {
-	available bool   // the Gateway API can be measured at all
-	className string // an existing class; empty deploys Traefik
-	why       string // why not, when not available
+type GatewayOffer struct {
+	Available bool   // the Gateway API can be measured at all
+	ClassName string // an existing class; empty deploys Traefik
+	Why       string // why not, when not available
 }
 
 // splitGateway is the deployed split of a target.
@@ -47,17 +47,17 @@ func splitWeights(s suite.Suite) []int {
 
 // prepareGateway deploys the split when the suite measures the gateway path and waits until
 // every route answers with a backend's name from the client pod.
-func (r *run) prepareGateway(ctx context.Context, tg *target, offer gatewayOffer, image string, placement kube.Placement) error {
+func (r *run) prepareGateway(ctx context.Context, tg *target, offer GatewayOffer, image string, placement kube.Placement) error {
 	weights := splitWeights(r.opts.Suite)
 	if len(weights) == 0 {
 		return nil
 	}
-	if !offer.available {
-		return fmt.Errorf("path %s: %s", suite.Gateway, offer.why)
+	if !offer.Available {
+		return fmt.Errorf("path %s: %s", suite.Gateway, offer.Why)
 	}
 	began := time.Now()
 	g, err := tg.client.DeployGateway(ctx, kube.GatewaySpec{Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret,
-		Node: placement.NodeB, ClassName: offer.className, Weights: weights, TolerateTaints: r.opts.Placement.TolerateTaints,
+		Node: placement.NodeB, ClassName: offer.ClassName, Weights: weights, TolerateTaints: r.opts.Placement.TolerateTaints,
 		Hosts: engine.SplitHost})
 	if err != nil {
 		return fmt.Errorf("path %s: %w", suite.Gateway, err)

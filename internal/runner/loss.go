@@ -4,51 +4,35 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/kube"
 )
 
-// loss is what a target's provider found down after one of its samples failed. Nothing of a
+// Loss is what a target's provider found down after one of its samples failed. Nothing of a
 // cluster is restarted under a run, so a loss lasts: the samples that need it fail at once,
 // naming it, instead of being tried again.
-type loss struct {
-	// down says what is gone, in phrases: "node2-kubelet, node1-containerd not running".
-	down []string
-	// controlPlane: the API server (or its store) is gone, so nothing more can be measured in
+type Loss struct {
+	// Down says what is gone, in phrases: "node2-kubelet, node1-containerd not running".
+	Down []string
+	// ControlPlane: the API server (or its store) is gone, so nothing more can be measured in
 	// the target or removed from it through the API.
-	controlPlane bool
+	ControlPlane bool
 }
 
-func (l loss) any() bool { return len(l.down) > 0 }
+func (l Loss) any() bool { return len(l.Down) > 0 }
 
-func (l loss) String() string { return strings.Join(l.down, "; ") }
+func (l Loss) String() string { return strings.Join(l.Down, "; ") }
 
 // explain puts the loss in front of a sample's own error, which only says what the tool saw.
-func (l loss) explain(sampleErr string) string {
+func (l Loss) explain(sampleErr string) string {
 	return fmt.Sprintf("lost %s: %s", l, sampleErr)
 }
 
-// lost names the local cluster's daemons whose processes are gone: known at once, where the
-// API would notice a dead kubelet only after the node-monitor grace period.
-func (p *localProvider) lost(context.Context, *kube.Client, []string) loss {
-	spec, err := p.r.opts.Layout.ReadSpec(p.spec.Name)
-	if err != nil {
-		return loss{}
-	}
-	dead := cluster.NotRunning(p.r.opts.Layout, spec)
-	if len(dead) == 0 {
-		return loss{}
-	}
-	return loss{down: []string{strings.Join(dead, ", ") + " not running"}, controlPlane: slices.ContainsFunc(dead, cluster.ControlPlane)}
-}
-
-// lost asks a remote cluster's API what is down among the target's nodes.
-func (*remoteProvider) lost(ctx context.Context, client *kube.Client, nodes []string) loss {
+// Lost asks a remote cluster's API what is down among the target's nodes.
+func (*remoteProvider) Lost(ctx context.Context, client *kube.Client, nodes []string) Loss {
 	down, cp := client.Down(ctx, nodes)
-	return loss{down: down, controlPlane: cp}
+	return Loss{Down: down, ControlPlane: cp}
 }
 
 // losses ends a run that lost components with an error naming them, so it is stored as

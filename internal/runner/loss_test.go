@@ -8,8 +8,8 @@ import (
 func TestLossesNameWhatEachTargetLost(t *testing.T) {
 	r := &run{targets: []*target{
 		{name: "a"},
-		{name: "b", lost: loss{down: []string{"node1-containerd, node2-kubelet not running"}}},
-		{name: "c", lost: loss{down: []string{"the API server at https://c:6443 (connection refused)", "node n1 (not Ready)"}, controlPlane: true}},
+		{name: "b", lost: Loss{Down: []string{"node1-containerd, node2-kubelet not running"}}},
+		{name: "c", lost: Loss{Down: []string{"the API server at https://c:6443 (connection refused)", "node n1 (not Ready)"}, ControlPlane: true}},
 	}}
 	err := r.losses()
 	if err == nil {

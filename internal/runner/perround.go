@@ -15,7 +15,7 @@ func (r *run) placePods(ctx context.Context, tg *target, st Step, res *Result) e
 		return nil
 	}
 	for _, other := range r.targets {
-		if other != tg && other.fixture != nil && other.fixture.Up() > 0 && !other.lost.controlPlane {
+		if other != tg && other.fixture != nil && other.fixture.Up() > 0 && !other.lost.ControlPlane {
 			if err := r.scaleTo(ctx, other, 0); err != nil {
 				return err
 			}

@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
+	"github.com/cnibench/cnibench/internal/tuning"
 )
 
 // serverPortBase is the first port servers listen on; high, to stay clear of node daemons on
@@ -29,11 +30,11 @@ type target struct {
 	servers      map[string]int // index of each workload's server container, by workload id
 	namespace    string
 	ownNamespace bool
-	provider     provider
+	provider     Provider
 	fingerprint  map[string]string
 	setup        []store.Sample // setup latencies, stored once the target is
 	nodes        []string       // where its pods run
-	lost         loss           // what of its cluster went down during the run
+	lost         Loss           // what of its cluster went down during the run
 	ext          *externalHost  // the server outside the cluster, for the egress paths
 	gateway      *splitGateway  // the Gateway API split, for the gateway path
 	profiler     cpuProfiler    // nil: the run records no CPU profiles of this target
@@ -112,18 +113,11 @@ func roles(paths []string, workloads []suite.Workload) []string {
 	if inPodOnly {
 		paths = nil
 	}
-	for _, p := range paths {
-		switch p {
-		case suite.SameNode:
-			need[kube.RoleClient], need[kube.RoleServerA] = true, true
-		case suite.CrossNode, suite.PodToService:
-			need[kube.RoleClient], need[kube.RoleServerB] = true, true
-		case suite.HostNetwork:
-			need[kube.RoleHostClient], need[kube.RoleHostServer] = true, true
-		case suite.Localhost:
-			need[kube.RoleLocal] = true
-		case suite.Egress, suite.EgressGateway, suite.Gateway:
-			need[kube.RoleClient] = true
+	for _, name := range paths {
+		if p, ok := suite.PathOf(name); ok {
+			for _, pod := range p.Pods() {
+				need[pod] = true
+			}
 		}
 	}
 	var out []string
@@ -137,11 +131,63 @@ func roles(paths []string, workloads []suite.Workload) []string {
 
 // prepare connects to (or creates) a target and deploys the run's pods into it.
 func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
-	tg := &target{name: t.Name, namespace: r.opts.Namespace, ownNamespace: r.opts.Namespace == ""}
-	variant, shared := r.variantOf(t)
-	profile, err := tuningProfile(t)
+	tg, profile, err := r.newTarget(t)
 	if err != nil {
 		return tg, err
+	}
+	// Registered before anything exists in the cluster, so a failure from here on still
+	// cleans up whatever the next steps created.
+	r.targets = append(r.targets, tg)
+	tg.provider = r.providerFor(t)
+	got, err := tg.provider.Ensure(ctx)
+	if err != nil {
+		return tg, err
+	}
+	tg.client = got.Client
+	// A copy: the targets of one cluster share its provider and add facts of their own.
+	known := maps.Clone(got.Facts)
+	placement, runtimeClass, err := r.place(ctx, tg, t)
+	if err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	sets, err := r.deploy(ctx, tg, t, profile, got.Image, placement, runtimeClass, known)
+	if err != nil {
+		return tg, err
+	}
+	if err := r.settle(ctx, tg, t, profile, sets, known); err != nil {
+		return tg, err
+	}
+	if rf, ok := tg.provider.(runtimeFacter); ok {
+		maps.Copy(known, rf.RuntimeFacts(ctx, runtimeClass))
+	}
+	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
+	tg.fingerprint["image"] = got.Image
+	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
+	if err := r.checkTuning(ctx, tg, profile); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	r.profilerFor(t, tg, got.ProfileDir)
+	if err := r.prepareExternal(ctx, tg, externalHostOf(got.External)); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if err := r.prepareGateway(ctx, tg, got.Gateway, got.Image, placement); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if r.opts.Suite.PerRound() {
+		tg.fingerprint["pods"] = "per round: each pairs level's pods only for its samples"
+		return tg, r.scaleTo(ctx, tg, 0)
+	}
+	return tg, nil
+}
+
+// newTarget loads a target's tuning profile and names its namespace: the run's own, one per
+// variant sharing the cluster, unless the run was given one.
+func (r *run) newTarget(t suite.Target) (*target, tuning.Profile, error) {
+	tg := &target{name: t.Name, namespace: r.opts.Namespace, ownNamespace: r.opts.Namespace == ""}
+	_, shared := r.variantOf(t)
+	profile, err := tuningProfile(t)
+	if err != nil {
+		return tg, profile, err
 	}
 	switch {
 	case tg.ownNamespace && variantSuffix(t.Runtime, profile.Name, t.Family) != "":
@@ -151,43 +197,45 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
+		return tg, profile, fmt.Errorf("target %s: --namespace: the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
 	}
-	// Registered before anything exists in the cluster, so a failure from here on still
-	// cleans up whatever the next steps created.
-	r.targets = append(r.targets, tg)
-	tg.provider = r.providerFor(t)
-	got, err := tg.provider.ensure(ctx)
-	if err != nil {
-		return tg, err
-	}
-	tg.client = got.client
-	// A copy: the targets of one cluster share its provider and add facts of their own.
-	known, image := maps.Clone(got.facts), got.image
+	return tg, profile, nil
+}
+
+// place checks what the run may do in the target and picks its pods' nodes; it returns them
+// and the RuntimeClass the pods name.
+func (r *run) place(ctx context.Context, tg *target, t suite.Target) (kube.Placement, string, error) {
 	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
 	if err := tg.client.Preflight(ctx, kube.Access{Namespace: tg.namespace, OwnNamespace: tg.ownNamespace, Policies: policy}); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return kube.Placement{}, "", err
 	}
 	po := r.opts.Placement
 	po.OneNode = len(r.opts.Suite.TwoNodePaths()) == 0
 	placement, err := tg.client.Place(ctx, po)
 	if err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return kube.Placement{}, "", err
 	}
 	runtimeClass := r.opts.RuntimeClass
 	if t.Runtime != "" {
 		runtimeClass = t.Runtime
 	}
 	if err := tg.client.CheckRuntimeClass(ctx, runtimeClass); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return kube.Placement{}, "", err
 	}
 	if err := tg.client.CheckFamily(ctx, t.Family, placement); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return kube.Placement{}, "", err
 	}
+	return placement, runtimeClass, nil
+}
+
+// deploy brings up the target's pods and returns the servers of each pair.
+func (r *run) deploy(ctx context.Context, tg *target, t suite.Target, profile tuning.Profile, image string, placement kube.Placement,
+	runtimeClass string, known map[string]string) ([][]kube.Server, error) {
 	// Host-network servers of the runtimes sharing a node must not share ports.
+	variant, _ := r.variantOf(t)
 	byWorkload, sets, err := servers(r.opts.Suite, serverPortBase+variant*portsPerVariant)
 	if err != nil {
-		return tg, err
+		return nil, err
 	}
 	tg.servers = byWorkload
 	rs := roles(r.opts.Suite.Paths, r.opts.Suite.Workloads)
@@ -209,60 +257,43 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	}
 	// A namespace the run creates is labelled for its pods; one it is given must admit them.
 	if !tg.ownNamespace {
-		// Only the host-network path's pods are on the host network.
-		if err := tg.client.CheckPodSecurity(ctx, spec, []string{suite.HostNetwork}); err != nil {
-			return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		if err := tg.client.CheckPodSecurity(ctx, spec, hostNetworkPaths(r.opts.Suite.Paths)); err != nil {
+			return nil, fmt.Errorf("target %s: %w", t.Name, err)
 		}
 	}
 	r.planNodeProbe(ctx, tg, t, &spec, known)
 	tg.fixture, err = tg.client.Deploy(ctx, spec, tg.ownNamespace)
 	if err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	if err := checkEnginesCarry(r.opts.Suite, tg.fixture.Family()); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
+	return sets, nil
+}
+
+// settle records the facts of the deployed pods, measures the target's setup, and applies its
+// tuning's offloads and its network policy.
+func (r *run) settle(ctx context.Context, tg *target, t suite.Target, profile tuning.Profile, sets [][]kube.Server, known map[string]string) error {
 	if t.NetworkPolicy != nil {
 		known["network_policy"] = t.NetworkPolicy.String()
 	}
 	known["ip_family"] = tg.fixture.Family()
 	r.setupLatencies(ctx, tg, r.startNodeProbe(ctx, tg, t, known))
 	if ctx.Err() != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, ctx.Err())
+		return fmt.Errorf("target %s: %w", t.Name, ctx.Err())
 	}
-	offloads, err := r.applyOffloads(ctx, tg, t, profile)
+	offloads, err := r.applyOffloads(ctx, tg, profile)
 	if err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+		return fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	maps.Copy(known, offloads)
-	if policy {
+	if t.NetworkPolicy != nil && t.NetworkPolicy.Any() {
 		if err := r.applyPolicy(ctx, tg, *t.NetworkPolicy, sets[0]); err != nil {
-			return tg, fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)
+			return fmt.Errorf("target %s: network policy %s: %w", t.Name, t.NetworkPolicy, err)
 		}
 	}
-	if t.Local != nil {
-		for k, v := range localRuntimeFacts(ctx, runtimeClass, r.opts.Cache) {
-			known[k] = v
-		}
-	}
-	tg.fingerprint = tg.client.Fingerprint(ctx, tg.fixture, known)
-	tg.fingerprint["image"] = image
-	tg.fingerprint["rr_method"] = rrMethod(r.opts.Suite)
-	if err := r.checkTuning(ctx, tg, profile); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
-	}
-	r.profilerFor(t, tg)
-	if err := r.prepareExternal(ctx, tg, got.external); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
-	}
-	if err := r.prepareGateway(ctx, tg, got.gateway, image, placement); err != nil {
-		return tg, fmt.Errorf("target %s: %w", t.Name, err)
-	}
-	if r.opts.Suite.PerRound() {
-		tg.fingerprint["pods"] = "per round: each pairs level's pods only for its samples"
-		return tg, r.scaleTo(ctx, tg, 0)
-	}
-	return tg, nil
+	return nil
 }
 
 // rrMethod says how request/response samples treat idle CPUs, which decides what their
@@ -272,6 +303,17 @@ func rrMethod(s suite.Suite) string {
 		return "keep-awake: lowest-class spinners on the client node's CPUs during tcp-rr and tcp-crr"
 	}
 	return "idle: CPUs may halt between messages (a VM's wake-up is in the latency)"
+}
+
+// hostNetworkPaths lists the paths whose pods are on the host network.
+func hostNetworkPaths(paths []string) []string {
+	var out []string
+	for _, name := range paths {
+		if p, _ := suite.PathOf(name); p.HostNetwork {
+			out = append(out, name)
+		}
+	}
+	return out
 }
 
 // teardown removes what the run created in every target, with its own deadline: it also runs
@@ -287,7 +329,7 @@ func (r *run) teardown() error {
 		if tg.provider == nil {
 			continue
 		}
-		if tg.lost.controlPlane && !tg.provider.releasesObjects() {
+		if tg.lost.ControlPlane && !tg.provider.ReleasesObjects() {
 			errs[i] = fmt.Errorf("target %s: the run's objects (namespace %s, label %s=%s) stay: %s", tg.name, tg.namespace, kube.LabelRun, r.id, tg.lost)
 			continue
 		}
@@ -295,13 +337,13 @@ func (r *run) teardown() error {
 			r.progress("target %s: stopping the servers on the external host: %v", tg.name, err)
 		}
 		// Also after a failed deploy, which may have made some of the cluster-wide objects.
-		if len(splitWeights(r.opts.Suite)) > 0 && tg.client != nil && !tg.provider.releasesObjects() {
+		if len(splitWeights(r.opts.Suite)) > 0 && tg.client != nil && !tg.provider.ReleasesObjects() {
 			if err := tg.client.DeleteGateway(ctx, tg.namespace, r.id); err != nil {
 				errs[i] = fmt.Errorf("target %s: %w", tg.name, err)
 			}
 		}
 		// Unless releasing the target takes them with it. Namespaces empty in parallel.
-		if tg.client != nil && !tg.provider.releasesObjects() {
+		if tg.client != nil && !tg.provider.ReleasesObjects() {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
@@ -317,7 +359,7 @@ func (r *run) teardown() error {
 	// Every provider of the run, each once: the targets' and those of clusters created at
 	// once before any target on them was prepared, when one create failed.
 	for _, key := range slices.Sorted(maps.Keys(r.providers)) {
-		errs = append(errs, r.providers[key].release(ctx))
+		errs = append(errs, r.providers[key].Release(ctx))
 	}
 	return errors.Join(errs...)
 }

@@ -36,17 +36,18 @@ func (r *run) checkProfiler(ctx context.Context) error {
 	return nil
 }
 
-// profilerFor says how a target's samples are profiled, and records it in its fingerprint.
-func (r *run) profilerFor(t suite.Target, tg *target) {
+// profilerFor says how a target's samples are profiled, and records it in its fingerprint: in
+// dir, where its provider runs the nodes on this host's CPUs.
+func (r *run) profilerFor(t suite.Target, tg *target, dir string) {
 	if !r.opts.Suite.Profile {
 		return
 	}
-	if t.Local == nil {
+	if dir == "" {
 		tg.fingerprint["cpu_profile"] = profileNotAvailable
 		r.progress("target %s: CPU profile %s", t.Name, profileNotAvailable)
 		return
 	}
-	tg.profiler = profile.Recorder{Dir: r.opts.Layout.Dir(t.Local.Name)}
+	tg.profiler = profile.Recorder{Dir: dir}
 	tg.fingerprint["cpu_profile"] = fmt.Sprintf("perf record -F %d -a -g: every CPU of the host during each measured window", profile.Frequency)
 }
 

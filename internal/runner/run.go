@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/cluster"
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/progress"
 	"github.com/cnibench/cnibench/internal/setting"
@@ -48,8 +46,8 @@ type Options struct {
 	NoNodeProbe bool
 	// Labels are stored with the run (commit, branch, CNI version...), to select it by later.
 	Labels map[string]string
-	Layout cluster.Layout
-	Cache  binaries.Cache
+	// Local provides the suite's local clusters; required when the suite has a local target.
+	Local LocalProviders
 }
 
 // Result is what a run produced.
@@ -66,7 +64,7 @@ type run struct {
 	targets []*target
 	// providers are the run's clusters by provider key: the targets of one cluster's runtimes
 	// share its provider, which is released once.
-	providers map[string]provider
+	providers map[string]Provider
 	// nodeFacts are the node probe's facts by cluster and family: the targets of one cluster
 	// share its nodes, whose settings the run never changes.
 	nodeFacts map[string]map[string]string
@@ -83,64 +81,11 @@ const maxConsecutiveFailures = 8
 // Run executes the suite. Samples are stored as they finish; on cancellation the run is
 // stored as partial and the cluster objects it created are removed.
 func Run(ctx context.Context, o Options) (res Result, err error) {
-	if err := o.Suite.Validate(); err != nil {
+	r, err := begin(ctx, o, &res)
+	if err != nil {
 		return res, err
 	}
-	if o.ImagePullSecret != "" && o.Namespace == "" {
-		// Pods name Secrets of their own namespace, and the one a run makes holds none.
-		return res, &setting.Error{Name: "image-pull-secret", Value: o.ImagePullSecret,
-			Want: "expected with a namespace holding that Secret (namespace): the namespace a run makes has none"}
-	}
-	seed := o.Suite.Seed
-	if seed == 0 {
-		seed = rand.Int64N(1<<53) + 1
-	}
-	o.Suite.Seed = seed
-	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]provider{}}
-	r.log = progress.New(o.Out, r.began)
-	owner, err := store.CurrentOwner()
-	if err != nil {
-		return res, fmt.Errorf("identify this process for the store: %w", err)
-	}
-	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: store.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
-		Version: o.Version, Owner: owner, Labels: o.Labels}
-	// Runs of killed processes would otherwise look in progress forever.
-	marked, err := o.Store.MarkInterrupted(ctx)
-	if err != nil {
-		return res, fmt.Errorf("check the store for killed runs: %w", err)
-	}
-	for _, m := range marked {
-		r.progress("run %s was interrupted (%s); its finished samples stay stored", m.ID, m.Note)
-	}
-	// Measured with one target per runtime; stored as written, so a re-run expands it again.
-	r.opts.Suite = o.Suite.Expand()
-	if err := o.Store.CreateRun(ctx, res.Run); err != nil {
-		return res, fmt.Errorf("store run: %w", err)
-	}
-	r.progress("run %s", r.id)
-	defer func() {
-		status, note := store.StatusComplete, ""
-		switch {
-		case ctx.Err() != nil:
-			status, note = store.StatusPartial, store.InterruptedNote
-		case err != nil:
-			status, note = store.StatusFailed, err.Error()
-		}
-		if len(res.Samples) > 0 && status == store.StatusFailed {
-			status = store.StatusPartial
-		}
-		if terr := r.teardown(); terr != nil {
-			err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
-		}
-		res.Run.Status, res.Run.Note, res.Run.Finished = status, note, time.Now().UTC()
-		// A fresh context: the run's own may be cancelled, and the status must still be written.
-		fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-		defer cancel()
-		if ferr := o.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
-			err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
-		}
-		r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
-	}()
+	defer func() { err = r.finish(ctx, &res, err) }()
 	byName := map[string]*target{}
 	steps := Schedule(r.opts.Suite, r.opts.Suite.Seed)
 	// Setup samples are numbered after the schedule's.
@@ -178,6 +123,80 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 	return res, nil
 }
 
+// begin checks the options, seeds the suite, marks the store's runs of killed processes and
+// stores the new run; once it returns a run, finish must end it.
+func begin(ctx context.Context, o Options, res *Result) (*run, error) {
+	if err := o.Suite.Validate(); err != nil {
+		return nil, err
+	}
+	if o.ImagePullSecret != "" && o.Namespace == "" {
+		// Pods name Secrets of their own namespace, and the one a run makes holds none.
+		return nil, &setting.Error{Name: "image-pull-secret", Value: o.ImagePullSecret,
+			Want: "expected with a namespace holding that Secret (namespace): the namespace a run makes has none"}
+	}
+	for _, t := range o.Suite.Targets {
+		if t.Local != nil && o.Local == nil {
+			return nil, fmt.Errorf("target %s: a local cluster, and the run was given no local provider (Options.Local)", t.Name)
+		}
+	}
+	seed := o.Suite.Seed
+	if seed == 0 {
+		seed = rand.Int64N(1<<53) + 1
+	}
+	o.Suite.Seed = seed
+	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]Provider{}}
+	r.log = progress.New(o.Out, r.began)
+	owner, err := store.CurrentOwner()
+	if err != nil {
+		return nil, fmt.Errorf("identify this process for the store: %w", err)
+	}
+	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: store.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
+		Version: o.Version, Owner: owner, Labels: o.Labels}
+	// Runs of killed processes would otherwise look in progress forever.
+	marked, err := o.Store.MarkInterrupted(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("check the store for killed runs: %w", err)
+	}
+	for _, m := range marked {
+		r.progress("run %s was interrupted (%s); its finished samples stay stored", m.ID, m.Note)
+	}
+	// Measured with one target per runtime; stored as written, so a re-run expands it again.
+	r.opts.Suite = o.Suite.Expand()
+	if err := o.Store.CreateRun(ctx, res.Run); err != nil {
+		return nil, fmt.Errorf("store run: %w", err)
+	}
+	r.progress("run %s", r.id)
+	return r, nil
+}
+
+// finish tears the run down and stores its status: complete, failed with err, or partial when
+// it was interrupted or failed after storing samples. It returns err with whatever cleanup
+// and the store added.
+func (r *run) finish(ctx context.Context, res *Result, err error) error {
+	status, note := store.StatusComplete, ""
+	switch {
+	case ctx.Err() != nil:
+		status, note = store.StatusPartial, store.InterruptedNote
+	case err != nil:
+		status, note = store.StatusFailed, err.Error()
+	}
+	if len(res.Samples) > 0 && status == store.StatusFailed {
+		status = store.StatusPartial
+	}
+	if terr := r.teardown(); terr != nil {
+		err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
+	}
+	res.Run.Status, res.Run.Note, res.Run.Finished = status, note, time.Now().UTC()
+	// A fresh context: the run's own may be cancelled, and the status must still be written.
+	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if ferr := r.opts.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
+		err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
+	}
+	r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
+	return err
+}
+
 // loop runs the schedule.
 func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target, res *Result) error {
 	failures := 0
@@ -186,7 +205,7 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 			return ctx.Err()
 		}
 		tg := byName[st.Combo.Target]
-		if tg.lost.controlPlane {
+		if tg.lost.ControlPlane {
 			continue
 		}
 		var s store.Sample
@@ -215,7 +234,7 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 			failures = 0
 		}
 		r.report(st, s, i+1, len(steps), Estimate(steps[i+1:]))
-		if tg.lost.controlPlane {
+		if tg.lost.ControlPlane {
 			r.progress("target %s lost its control plane (%s): its remaining samples are skipped", tg.name, tg.lost)
 		}
 		if failures >= maxConsecutiveFailures {
@@ -239,7 +258,7 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.S
 			break
 		}
 		// Nothing is restarted under a run: a failure a lost component explains is final.
-		if l := tg.provider.lost(ctx, tg.client, tg.nodes); l.any() {
+		if l := tg.provider.Lost(ctx, tg.client, tg.nodes); l.any() {
 			tg.lost = l
 			s.Error = l.explain(s.Error)
 			break

@@ -325,3 +325,15 @@ func TestEnginesMustCarryTheTargetsFamily(t *testing.T) {
 		t.Error("loopback addresses")
 	}
 }
+
+// TestPathPodsAreFixtureRoles holds the path table's pod names, which the suite spells
+// without compiling kube, to the roles the fixture deploys.
+func TestPathPodsAreFixtureRoles(t *testing.T) {
+	pairs := map[string]string{suite.PodClient: kube.RoleClient, suite.PodServerA: kube.RoleServerA, suite.PodServerB: kube.RoleServerB,
+		suite.PodHostClient: kube.RoleHostClient, suite.PodHostServer: kube.RoleHostServer, suite.PodLocal: kube.RoleLocal}
+	for pod, role := range pairs {
+		if pod != role {
+			t.Errorf("the path table's pod %q is the fixture's role %q", pod, role)
+		}
+	}
+}

@@ -20,45 +20,32 @@ import (
 )
 
 // endpoints lists the first n pairs of a path for a workload's server (its index among the
-// run's server containers).
+// run's server containers): its client's pod and the address its server listens on, as the
+// path table says.
 func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
+	p, ok := suite.PathOf(path)
+	if !ok {
+		return nil, fmt.Errorf("unknown path %q", path)
+	}
 	f := t.fixture
 	out := make([]pairEnd, 0, n)
 	for i := range n {
 		pod := func(role string) string { return f.Pod(role, i).Name }
-		if path == suite.InPod {
+		client := podContainer{pod(p.Client), kube.ClientContainer}
+		e := pairEnd{clientPod: client.pod, statPods: []podContainer{client}}
+		switch p.Address {
+		case suite.AddrNone:
 			// No server and no path: the workload runs in the client container alone.
-			c := podContainer{pod(kube.RoleClient), kube.ClientContainer}
-			out = append(out, pairEnd{clientPod: c.pod, statPods: []podContainer{c}})
-			continue
-		}
-		ip := func(role string) string { return f.PodIP(role, i) }
-		srv := func(role string) kube.Server { return f.Spec.ServersOf(role, i)[server] }
-		// Only the pod-network paths have a client pod (a host-network suite has none).
-		var client podContainer
-		if f.Pod(kube.RoleClient, i) != nil {
-			client = podContainer{pod(kube.RoleClient), kube.ClientContainer}
-		}
-		var e pairEnd
-		switch path {
-		case suite.SameNode:
-			e = pairEnd{client.pod, ip(kube.RoleServerA), srv(kube.RoleServerA).Port, []podContainer{client, {pod(kube.RoleServerA), srv(kube.RoleServerA).Name}}}
-		case suite.CrossNode:
-			e = pairEnd{client.pod, ip(kube.RoleServerB), srv(kube.RoleServerB).Port, []podContainer{client, {pod(kube.RoleServerB), srv(kube.RoleServerB).Name}}}
-		case suite.PodToService:
-			e = pairEnd{client.pod, f.ServiceIPs[i], srv(kube.RoleServerB).Port, []podContainer{client, {pod(kube.RoleServerB), srv(kube.RoleServerB).Name}}}
-		case suite.HostNetwork:
-			hc := podContainer{pod(kube.RoleHostClient), kube.ClientContainer}
-			e = pairEnd{hc.pod, ip(kube.RoleHostServer), srv(kube.RoleHostServer).Port, []podContainer{hc, {pod(kube.RoleHostServer), srv(kube.RoleHostServer).Name}}}
-		case suite.Localhost:
-			lc := podContainer{pod(kube.RoleLocal), kube.ClientContainer}
-			e = pairEnd{lc.pod, loopback(f.Family()), srv(kube.RoleLocal).Port, []podContainer{lc, {lc.pod, srv(kube.RoleLocal).Name}}}
-		case suite.Gateway:
+		case suite.AddrPod, suite.AddrService, suite.AddrLoopback:
+			srv := f.Spec.ServersOf(p.Server, i)[server]
+			e.target, e.port = serverAddress(f, p, i), srv.Port
+			e.statPods = append(e.statPods, podContainer{pod(p.Server), srv.Name})
+		case suite.AddrGateway:
 			var err error
 			if e, err = t.gatewayEnd(); err != nil {
 				return nil, err
 			}
-		case suite.Egress, suite.EgressGateway:
+		case suite.AddrExternal, suite.AddrExternalViaGateway:
 			if t.ext == nil {
 				return nil, fmt.Errorf("path %s: the target has no external host", path)
 			}
@@ -67,13 +54,22 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 			if i >= len(ports) {
 				return nil, fmt.Errorf("path %s: no server of pair %d on the external host", path, i)
 			}
-			e = pairEnd{client.pod, t.ext.target(path), ports[i], []podContainer{client}}
-		default:
-			return nil, fmt.Errorf("unknown path %q", path)
+			e.target, e.port = t.ext.target(p), ports[i]
 		}
 		out = append(out, e)
 	}
 	return out, nil
+}
+
+// serverAddress is the address pair i's client reaches a fixture's server at on a path.
+func serverAddress(f *kube.Fixture, p suite.Path, i int) string {
+	switch p.Address {
+	case suite.AddrService:
+		return f.ServiceIPs[i]
+	case suite.AddrLoopback:
+		return loopback(f.Family())
+	}
+	return f.PodIP(p.Server, i)
 }
 
 // checkEnginesCarry refuses a workload whose engine cannot carry the target's traffic: a
@@ -170,25 +166,34 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		return fail(err)
 	}
 	s.Metrics = fig.metrics
+	costs(&s, st, ends, before, after, reports, fig)
+	s.Duration = time.Since(s.Started)
+	return s
+}
+
+// costs adds a measured sample's cost figures and flags: the CPU and memory its counters and
+// its clients' windows show, per packet where its clients' interfaces count the pairs' own
+// traffic, the gateway's own on the gateway path, and a skewed start of its pairs.
+func costs(s *store.Sample, st Step, ends []pairEnd, before, after []monitor.NodeStat, reports []agent.RunReport, fig pairFigures) {
+	n := max(st.Combo.Pairs, 1)
 	windows := make([]*agent.Window, len(reports))
 	for i, rep := range reports {
 		windows[i] = rep.Window
 	}
 	s.Resources = resources(before, after, windows, fig.metrics, st.Duration)
+	path, _ := suite.PathOf(st.Combo.Path)
 	// On localhost the traffic never leaves the pod: its interface counts none of it. On
 	// host-network the clients of several pairs share their node's interfaces, and each
 	// would count the others' packets.
-	if st.Combo.Path != suite.Localhost && (st.Combo.Path != suite.HostNetwork || n == 1) {
+	if path.Address != suite.AddrLoopback && (!path.HostNetwork || n == 1) {
 		perPacket(s.Resources, windows)
 	}
-	if st.Combo.Path == suite.Gateway {
+	if path.Address == suite.AddrGateway {
 		gatewayResources(s.Resources, ends[0], before, after, st.Duration)
 	}
 	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
 		s.Flags = append(s.Flags, store.FlagSkew)
 	}
-	s.Duration = time.Since(s.Started)
-	return s
 }
 
 // newSample is a step's sample before it is measured, started now.

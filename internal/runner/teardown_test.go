@@ -11,7 +11,7 @@ import (
 // provider holding its target by value panicked when compared: the target is not
 // comparable), and teardown releases it.
 func TestTeardownSharedRemoteProvider(t *testing.T) {
-	r := &run{providers: map[string]provider{}}
+	r := &run{providers: map[string]Provider{}}
 	tgt := suite.Target{Name: "remote", Kubeconfig: "/nonexistent", Runtimes: []string{"runc", "crun"}}
 	for _, rt := range tgt.Runtimes {
 		x := tgt

@@ -6,7 +6,6 @@ package suite
 import (
 	"fmt"
 	"os"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -15,48 +14,6 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"sigs.k8s.io/yaml"
 )
-
-// Paths a sample can take between client and server.
-const (
-	SameNode     = "same-node"      // pod to pod on one node
-	CrossNode    = "cross-node"     // pod to pod across nodes
-	HostNetwork  = "host-network"   // node to node, both ends in the host network: the cluster's baseline
-	PodToService = "pod-to-service" // pod to a ClusterIP Service whose endpoint is on the other node
-	Localhost    = "localhost"      // two containers of one pod over loopback: the host's ceiling
-	// Egress is a pod to a server outside the cluster, SNATed by the pod's own node.
-	Egress = "egress"
-	// EgressGateway is a pod to a server outside the cluster through the egress gateway node,
-	// which SNATs it.
-	EgressGateway = "egress-gateway"
-	// Gateway is a pod to a Gateway API gateway whose HTTPRoute splits requests by weight
-	// between two backends on the other node: the path of the gateway-split workload.
-	Gateway = "gateway"
-	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
-	// suite lists, but the one their samples carry.
-	InPod = "in-pod"
-)
-
-// AllPaths lists every path in display order.
-func AllPaths() []string {
-	return []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway}
-}
-
-// OneNodePaths lists the paths a single node can carry: both ends on one node.
-func OneNodePaths() []string { return []string{SameNode, Localhost} }
-
-// TwoNodePaths lists the suite's paths that need two nodes: every path but OneNodePaths.
-func (s Suite) TwoNodePaths() []string {
-	var out []string
-	for _, p := range s.Paths {
-		if !slices.Contains(OneNodePaths(), p) {
-			out = append(out, p)
-		}
-	}
-	return out
-}
-
-// IsEgress reports whether a path leaves the cluster: its server is the external host's.
-func IsEgress(path string) bool { return path == Egress || path == EgressGateway }
 
 // Suite is the whole study of one run.
 type Suite struct {

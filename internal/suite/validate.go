@@ -190,18 +190,12 @@ func (s Suite) checkDensity() error {
 			perPair["client"] = true
 		}
 	}
-	for _, p := range s.Paths {
-		switch p {
-		case SameNode:
-			perPair["client"], perPair["server-a"] = true, true
-		case CrossNode, PodToService:
-			perPair["client"] = true
-		case HostNetwork:
-			perPair["host-client"] = true
-		case Localhost:
-			perPair["local"] = true
-		case Egress, EgressGateway, Gateway:
-			perPair["client"] = true
+	for _, name := range s.Paths {
+		if p, ok := PathOf(name); ok {
+			perPair[p.Client] = true
+			if p.Server != "" && p.OneNode() {
+				perPair[p.Server] = true
+			}
 		}
 	}
 	variants := 1
