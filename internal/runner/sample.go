@@ -8,7 +8,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
@@ -170,7 +169,7 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		return fail(err)
 	}
 	s.Metrics = fig.metrics
-	windows := make([]*agent.Window, len(reports))
+	windows := make([]*agentcmd.Window, len(reports))
 	for i, rep := range reports {
 		windows[i] = rep.Window
 	}
@@ -258,7 +257,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 // one (from the first client's start to the last one's end), the exec readings around the
 // sample otherwise; and, by host, the CPU time the keep-awake spinners used in that window,
 // which is not the sample's.
-func hostReadings(before, after []monitor.NodeStat, windows []*agent.Window) (first, last map[string]monitor.NodeStat, awake map[string]float64) {
+func hostReadings(before, after []monitor.NodeStat, windows []*agentcmd.Window) (first, last map[string]monitor.NodeStat, awake map[string]float64) {
 	first, last, awake = map[string]monitor.NodeStat{}, map[string]monitor.NodeStat{}, map[string]float64{}
 	for i := range before {
 		if _, seen := first[before[i].BootID]; !seen {
@@ -289,7 +288,7 @@ func hostReadings(before, after []monitor.NodeStat, windows []*agent.Window) (fi
 // tool), and over the exec readings around the sample elsewhere (a server's node of a remote
 // cluster). Pod CPU is the client's and server's own cgroups. No IRQ time accounting here:
 // softirq work lands on whatever task it interrupted, so host busy time is the honest total.
-func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engine.Metrics, d time.Duration) map[string]float64 {
+func resources(before, after []monitor.NodeStat, windows []*agentcmd.Window, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
 	var podCPU, podMem, containers float64
 	for i := range before {
@@ -348,7 +347,7 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 // client's agent over its measured window, where every client's window knows its packets and
 // there were some. Each packet of a pair crosses its client's interface once, sent or
 // received, so the clients' count is the pairs' traffic.
-func perPacket(res map[string]float64, windows []*agent.Window) {
+func perPacket(res map[string]float64, windows []*agentcmd.Window) {
 	hostCPU, ok := res[catalog.HostCPUSeconds]
 	if !ok {
 		return

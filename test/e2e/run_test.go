@@ -15,7 +15,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -330,7 +330,7 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r agent.Result
+		var r agentcmd.Result
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("rr output: %v\n%s", err, out)
 		}
