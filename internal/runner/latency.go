@@ -12,12 +12,12 @@ import (
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// SetupPath is the path of the samples that time how a target was set up (store.SetupPath).
-const SetupPath = store.SetupPath
+// SetupPath is the path of the samples that time how a target was set up (record.SetupPath).
+const SetupPath = record.SetupPath
 
 // Workloads of the setup samples.
 const (
@@ -39,7 +39,7 @@ const probeTimeout = 250 * time.Millisecond
 
 // addSetup records one setup figure set of the target, stored once the target is.
 func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
-	tg.setup = append(tg.setup, store.Sample{Target: tg.name, Path: SetupPath, Workload: workload, Pairs: pairs,
+	tg.setup = append(tg.setup, record.Sample{Target: tg.name, Path: SetupPath, Workload: workload, Pairs: pairs,
 		Started: time.Now().UTC(), Metrics: m})
 }
 

@@ -14,7 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -101,11 +101,11 @@ func loopback(family string) string {
 }
 
 // measure runs one step and returns its sample; a failed tool gives a sample with Error set.
-func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
+func (r *run) measure(ctx context.Context, tg *target, st Step) record.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
 	n := max(st.Combo.Pairs, 1)
 	s := r.newSample(tg, st)
-	fail := func(err error) store.Sample {
+	fail := func(err error) record.Sample {
 		s.Error, s.Duration = err.Error(), time.Since(s.Started)
 		return s
 	}
@@ -184,16 +184,16 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 		gatewayResources(s.Resources, ends[0], before, after, st.Duration)
 	}
 	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
-		s.Flags = append(s.Flags, store.FlagSkew)
+		s.Flags = append(s.Flags, record.FlagSkew)
 	}
 	s.Duration = time.Since(s.Started)
 	return s
 }
 
 // newSample is a step's sample before it is measured, started now.
-func (r *run) newSample(tg *target, st Step) store.Sample {
+func (r *run) newSample(tg *target, st Step) record.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
-	return store.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
+	return record.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
 		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Pairs: max(st.Combo.Pairs, 1), Started: time.Now().UTC()}
 }
 
