@@ -1,6 +1,7 @@
 // Package store keeps cnibench results: runs, the targets (clusters) each run measured with
 // their environment fingerprints, and the samples taken, each with its metrics, resource
-// usage and the tool's raw output.
+// usage and the tool's raw output. Those values are internal/record's, which compiles no
+// driver, so that what only reads them (summaries, reports, exports) needs neither backend.
 //
 // The API is backend-neutral. There are two backends, SQLite (sqlite.go), the default, and
 // PostgreSQL (postgres.go), chosen by the location given to Open. They share the schema, its
@@ -17,9 +18,9 @@
 // Samples are written one by one as they finish. AddSample writes a sample and all of its
 // metric and resource rows in one transaction, so a crash or a Ctrl-C never leaves a sample
 // half-written and never loses a sample whose AddSample returned. A run that was
-// interrupted is marked partial by its caller (FinishRun with StatusPartial), which must then
+// interrupted is marked partial by its caller (FinishRun with record.StatusPartial), which must then
 // use a context that is not the one being cancelled; a run whose process was killed stays
-// StatusRunning.
+// record.StatusRunning.
 package store
 
 import (
