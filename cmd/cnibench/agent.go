@@ -50,7 +50,7 @@ func newAgentEchoServerCommand() *cobra.Command {
 }
 
 // newAgentClientCommand builds the rr and crr commands, which differ only in what they run.
-func newAgentClientCommand(use, short string, run func(ctx context.Context, o agent.ClientOptions) (agent.Result, error)) *cobra.Command {
+func newAgentClientCommand(use, short string, run func(ctx context.Context, o agent.ClientOptions) (agentcmd.Result, error)) *cobra.Command {
 	o := agent.ClientOptions{}
 	cmd := &cobra.Command{
 		Use:   use,
@@ -146,7 +146,7 @@ func newAgentRunCommand() *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.BoolVar(&o.Barrier, "barrier", false, "print "+agent.ReadyLine+" on stderr and start only when a line arrives on stdin")
+	f.BoolVar(&o.Barrier, "barrier", false, "print "+agentcmd.ReadyLine+" on stderr and start only when a line arrives on stdin")
 	f.StringVar(&o.RTTLog, "rtt-log", "", "sockperf --full-log file the command writes, read into a round-trip histogram")
 	f.IntVar(&o.KeepAwake, "keep-awake", 0, "keep CPUs out of idle while the command runs: the share of this node's CPUs of one of N pairs (0: off)")
 	return cmd

@@ -5,7 +5,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/engine"
 )
@@ -18,10 +17,10 @@ func TestAgentArgvParses(t *testing.T) {
 	cmds := []agentcmd.Command{
 		agentcmd.StatCmd{},
 		agentcmd.ProbeCmd{Target: "10.1.2.3:5201", Timeout: time.Second},
-		agentcmd.ProbeCmd{Target: "[fd00::1]:5201", Until: agent.ProbeTimeout, Interval: 10 * time.Millisecond,
+		agentcmd.ProbeCmd{Target: "[fd00::1]:5201", Until: agentcmd.ProbeTimeout, Interval: 10 * time.Millisecond,
 			Timeout: 250 * time.Millisecond, Confirm: &three, MaxWait: time.Minute},
 		agentcmd.RunCmd{Barrier: true, KeepAwake: 4, RTTLog: "/tmp/rtt.csv", Command: []string{"sockperf", "ping-pong", "-t", "1"}},
-		agentcmd.RunCmd{Barrier: true, Command: agentcmd.ProbeCmd{Target: "10.1.2.3:80", Until: agent.ProbeOpen}.Argv()},
+		agentcmd.RunCmd{Barrier: true, Command: agentcmd.ProbeCmd{Target: "10.1.2.3:80", Until: agentcmd.ProbeOpen}.Argv()},
 		agentcmd.HTTPGetCmd{URL: "http://10.1.2.3:8080/", Host: "split.example"},
 		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Start: []string{"tcp-stream/1=0", "tcp-rr/64B=0"}},
 		agentcmd.ExternalServersCmd{Server: "10.9.0.2:7900", Token: "t0k", Stop: true},

@@ -14,6 +14,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/history"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
@@ -48,7 +49,7 @@ func ciStore(t *testing.T, factor float64) (path, newRun string) {
 			{Target: "local", Path: "cross-node", Workload: "tcp-rr/64B", Metrics: map[string][]float64{"latency_p50_us": round(50 * math.Exp(0.03*rng.NormFloat64()))}},
 		}
 		if err := fixture.Add(ctx, db, fixture.Run{ID: id, Started: t0.Add(time.Duration(i) * 24 * time.Hour),
-			Targets: []store.Target{{Name: "local"}}, Cells: cells, Labels: labels}); err != nil {
+			Targets: []record.Target{{Name: "local"}}, Cells: cells, Labels: labels}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -136,7 +137,7 @@ func TestHistoryFailsOnStoredRegression(t *testing.T) {
 			gbps *= 0.85
 		}
 		if err := fixture.Add(ctx, db, fixture.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
-			Targets: []store.Target{{Name: "local"}}, Labels: map[string]string{"branch": "main"},
+			Targets: []record.Target{{Name: "local"}}, Labels: map[string]string{"branch": "main"},
 			Cells: []fixture.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1",
 				Metrics: map[string][]float64{"throughput_gbps": {gbps, gbps, gbps}}}}}); err != nil {
 			t.Fatal(err)

@@ -14,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/history"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -35,10 +36,10 @@ func nightlyFromAA(t *testing.T, runs, regressAt int, factor float64) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	byRound := map[[2]any][]store.Sample{} // (target, round) -> measured samples
+	byRound := map[[2]any][]record.Sample{} // (target, round) -> measured samples
 	maxRound := 0
 	for _, s := range aa.Samples {
-		if !s.Warmup && s.Round > 0 && s.Path != store.SetupPath {
+		if !s.Warmup && s.Round > 0 && s.Path != record.SetupPath {
 			byRound[[2]any{s.Target, s.Round}] = append(byRound[[2]any{s.Target, s.Round}], s)
 			maxRound = max(maxRound, s.Round)
 		}
@@ -55,11 +56,11 @@ func nightlyFromAA(t *testing.T, runs, regressAt int, factor float64) string {
 	for i := range runs {
 		id := fmt.Sprintf("20261%03d-020000-main", i)
 		started := t0.Add(time.Duration(i) * 24 * time.Hour)
-		if err := db.CreateRun(ctx, store.Run{ID: id, Started: started, Status: store.StatusRunning, Suite: "{}\n", Version: "test",
+		if err := db.CreateRun(ctx, record.Run{ID: id, Started: started, Status: record.StatusRunning, Suite: "{}\n", Version: "test",
 			Labels: map[string]string{"branch": "main", "commit": fmt.Sprintf("c%03d", i)}}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddTarget(ctx, store.Target{RunID: id, Name: "local"}); err != nil {
+		if err := db.AddTarget(ctx, record.Target{RunID: id, Name: "local"}); err != nil {
 			t.Fatal(err)
 		}
 		twin := aa.Targets[rng.IntN(2)].Name
@@ -76,7 +77,7 @@ func nightlyFromAA(t *testing.T, runs, regressAt int, factor float64) string {
 				seq++
 			}
 		}
-		if err := db.FinishRun(ctx, id, store.StatusComplete, started.Add(10*time.Minute), ""); err != nil {
+		if err := db.FinishRun(ctx, id, record.StatusComplete, started.Add(10*time.Minute), ""); err != nil {
 			t.Fatal(err)
 		}
 	}

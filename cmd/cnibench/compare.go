@@ -7,9 +7,9 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/compare"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/stats"
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -138,7 +138,7 @@ func (c *compareOptions) run(ctx context.Context, w io.Writer, args []string, po
 	if err != nil {
 		return err
 	}
-	db, err := export.OpenExisting(ctx, c.location)
+	db, err := store.OpenExisting(ctx, c.location)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}

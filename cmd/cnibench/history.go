@@ -3,9 +3,9 @@ package main
 import (
 	"fmt"
 
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
 )
 
@@ -44,7 +44,7 @@ exits 1 when a series' latest change point is for the worse (a throughput down, 
 			if o.Last < 0 {
 				return fmt.Errorf("--last %d: expected 0 (all) or more", o.Last)
 			}
-			db, err := export.OpenExisting(cmd.Context(), location)
+			db, err := store.OpenExisting(cmd.Context(), location)
 			if err != nil {
 				return fmt.Errorf("--store: %w", err)
 			}

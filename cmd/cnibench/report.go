@@ -10,6 +10,7 @@ import (
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
@@ -121,7 +122,7 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	if err != nil {
 		return fmt.Errorf("--history: %w", err)
 	}
-	db, err := export.OpenExisting(ctx, o.location)
+	db, err := store.OpenExisting(ctx, o.location)
 	if err != nil {
 		return fmt.Errorf("--store: %w", err)
 	}
@@ -161,7 +162,7 @@ func (o reportOptions) run(ctx context.Context, stdout io.Writer) error {
 	return err
 }
 
-func targetNames(targets []store.Target) []string {
+func targetNames(targets []record.Target) []string {
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.Name

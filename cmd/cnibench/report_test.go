@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -24,17 +25,17 @@ func reportStore(t *testing.T) string {
 	defer db.Close()
 	for ri, id := range []string{"20260101-000000-aaaa", "20260102-000000-bbbb"} {
 		start := time.Date(2026, 1, 1+ri, 0, 0, 0, 0, time.UTC)
-		if err := db.CreateRun(ctx, store.Run{ID: id, Started: start, Status: store.StatusComplete, Seed: 7, Suite: "repetitions: 2\n"}); err != nil {
+		if err := db.CreateRun(ctx, record.Run{ID: id, Started: start, Status: record.StatusComplete, Seed: 7, Suite: "repetitions: 2\n"}); err != nil {
 			t.Fatal(err)
 		}
-		if err := db.AddTarget(ctx, store.Target{RunID: id, Name: "local", Fingerprint: map[string]string{"cni": "bridge"}}); err != nil {
+		if err := db.AddTarget(ctx, record.Target{RunID: id, Name: "local", Fingerprint: map[string]string{"cni": "bridge"}}); err != nil {
 			t.Fatal(err)
 		}
 		seq := 0
 		for _, path := range []string{"host-network", "cross-node"} {
 			for round := 1; round <= 3; round++ {
 				seq++
-				s := store.Sample{RunID: id, Seq: seq, Round: round, Target: "local", Path: path, Workload: "tcp-stream/1",
+				s := record.Sample{RunID: id, Seq: seq, Round: round, Target: "local", Path: path, Workload: "tcp-stream/1",
 					Started: start, Duration: time.Second, Metrics: map[string]float64{"throughput_gbps": 10 + float64(round+seq)},
 					Resources: map[string]float64{"cpu_s_per_gb": 0.5}}
 				if err := db.AddSample(ctx, s); err != nil {

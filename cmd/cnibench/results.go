@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -12,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/report"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/spf13/cobra"
 )
@@ -57,8 +59,8 @@ func newResultsListCommand(location *string) *cobra.Command {
 			if err != nil {
 				return fmt.Errorf("--selector: %w", err)
 			}
-			db, err := export.OpenExisting(cmd.Context(), *location)
-			if errors.Is(err, export.ErrNoStore) {
+			db, err := store.OpenExisting(cmd.Context(), *location)
+			if errors.Is(err, store.ErrNoStore) {
 				// Nothing stored yet is an empty list, not a failure.
 				return export.WriteList(cmd.OutOrStdout(), output, nil)
 			} else if err != nil {
@@ -90,7 +92,7 @@ host-network baseline. RUN is a run id or a unique prefix of one.`,
 			if !validFormat(output, "table", "json", "yaml") {
 				return fmt.Errorf("-o %q: expected table, json or yaml", output)
 			}
-			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
+			b, err := loadRun(cmd.Context(), *location, args[0])
 			if err != nil {
 				return err
 			}
@@ -110,7 +112,7 @@ func newResultsDeleteCommand(location *string) *cobra.Command {
 before anything is deleted, so a prefix that matches no run or several runs deletes nothing.`,
 		Args: cobra.MinimumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			db, err := export.OpenExisting(cmd.Context(), *location)
+			db, err := store.OpenExisting(cmd.Context(), *location)
 			if err != nil {
 				return fmt.Errorf("--store: %w", err)
 			}
@@ -154,7 +156,7 @@ names:
 			if !validFormat(format, export.Formats()...) {
 				return movedFileFlag(format, export.Formats()...)
 			}
-			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
+			b, err := loadRun(cmd.Context(), *location, args[0])
 			if err != nil {
 				return err
 			}
@@ -211,7 +213,7 @@ func newResultsFlameGraphCommand(location *string) *cobra.Command {
 				return fmt.Errorf("-o %q: expected svg or folded", output)
 			}
 			o.Folded = output == "folded"
-			b, err := export.LoadFrom(cmd.Context(), *location, args[0])
+			b, err := loadRun(cmd.Context(), *location, args[0])
 			if err != nil {
 				return err
 			}
@@ -231,4 +233,15 @@ func newResultsFlameGraphCommand(location *string) *cobra.Command {
 	f.StringVarP(&output, "output", "o", "svg", "output format: svg or folded")
 	f.StringVar(&file, "file", "", "write to this file instead of standard output")
 	return cmd
+}
+
+// loadRun opens the existing store at location, loads one run (an id or a unique prefix of
+// one) and closes the store again.
+func loadRun(ctx context.Context, location, run string) (export.Bundle, error) {
+	db, err := store.OpenExisting(ctx, location)
+	if err != nil {
+		return export.Bundle{}, &setting.Error{Name: "store", Err: err}
+	}
+	defer db.Close()
+	return export.Load(ctx, db, run)
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 	"github.com/spf13/cobra"
@@ -41,12 +42,12 @@ func testStore(t *testing.T) string {
 	}
 	started := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	if err := fixture.Add(ctx, db, fixture.Run{ID: cmdRun1, Started: started,
-		Targets: []store.Target{{Name: "bridge"}, {Name: "cilium-vxlan"}},
+		Targets: []record.Target{{Name: "bridge"}, {Name: "cilium-vxlan"}},
 		Cells:   []fixture.Cell{cell("bridge", 10), cell("cilium-vxlan", 12)}}); err != nil {
 		t.Fatal(err)
 	}
 	if err := fixture.Add(ctx, db, fixture.Run{ID: cmdRun2, Started: started.Add(time.Hour),
-		Targets: []store.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", 10)}}); err != nil {
+		Targets: []record.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", 10)}}); err != nil {
 		t.Fatal(err)
 	}
 	return path

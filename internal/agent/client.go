@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/setting"
 )
 
@@ -91,16 +92,16 @@ func validateSize(n int) error {
 // RR measures request/response latency over one TCP connection: write Size bytes, read Size
 // bytes, for Duration. If the connection fails mid-run the error is counted and the client
 // reconnects. Cancelling ctx aborts the run with an error.
-func RR(ctx context.Context, o ClientOptions) (Result, error) {
+func RR(ctx context.Context, o ClientOptions) (agentcmd.Result, error) {
 	r, err := newRun(ctx, "rr", o)
 	if err != nil {
-		return Result{}, err
+		return agentcmd.Result{}, err
 	}
 	defer r.close()
 	// A first connect that fails means there is nothing to measure: say so at once.
 	conn, err := r.dial(ctx)
 	if err != nil {
-		return Result{}, fmt.Errorf("rr: connect to %s: %w", r.res.Address, err)
+		return agentcmd.Result{}, fmt.Errorf("rr: connect to %s: %w", r.res.Address, err)
 	}
 	start := time.Now()
 	end := start.Add(o.Duration)
@@ -109,7 +110,7 @@ func RR(ctx context.Context, o ClientOptions) (Result, error) {
 	deadline := end.Add(r.o.Timeout)
 	if !r.watch(conn, deadline) {
 		_ = conn.Close()
-		return Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
+		return agentcmd.Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
 	}
 	stopped := start
 	for {
@@ -126,10 +127,10 @@ func RR(ctx context.Context, o ClientOptions) (Result, error) {
 			}
 			if err != nil {
 				if ctx.Err() != nil {
-					return Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
+					return agentcmd.Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
 				}
 				if err := r.fail("dial", err); err != nil {
-					return Result{}, err
+					return agentcmd.Result{}, err
 				}
 				continue
 			}
@@ -142,10 +143,10 @@ func RR(ctx context.Context, o ClientOptions) (Result, error) {
 			_ = conn.Close()
 			conn = nil
 			if ctx.Err() != nil {
-				return Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
+				return agentcmd.Result{}, fmt.Errorf("rr: %w", context.Cause(ctx))
 			}
 			if err := r.fail(phase, err); err != nil {
-				return Result{}, err
+				return agentcmd.Result{}, err
 			}
 			continue
 		}
@@ -173,10 +174,10 @@ func RR(ctx context.Context, o ClientOptions) (Result, error) {
 // leaves no TIME_WAIT on its side, so no sysctl of the client's node matters. The latency then
 // also covers the server's FIN, which follows its reply at once. SO_LINGER 0 would avoid
 // TIME_WAIT too, but close with a RST, which changes what is measured.
-func CRR(ctx context.Context, o ClientOptions) (Result, error) {
+func CRR(ctx context.Context, o ClientOptions) (agentcmd.Result, error) {
 	r, err := newRun(ctx, "crr", o)
 	if err != nil {
-		return Result{}, err
+		return agentcmd.Result{}, err
 	}
 	defer r.close()
 	start := time.Now()
@@ -192,10 +193,10 @@ func CRR(ctx context.Context, o ClientOptions) (Result, error) {
 		t1 := time.Now()
 		if err != nil {
 			if ctx.Err() != nil {
-				return Result{}, fmt.Errorf("crr: %w", context.Cause(ctx))
+				return agentcmd.Result{}, fmt.Errorf("crr: %w", context.Cause(ctx))
 			}
 			if err := r.fail(phase, err); err != nil {
-				return Result{}, err
+				return agentcmd.Result{}, err
 			}
 			continue
 		}
@@ -253,7 +254,7 @@ func exchange(c net.Conn, req, resp []byte) (phase string, err error) {
 // run is the state one rr or crr run shares between its loop and its helpers.
 type run struct {
 	o         ClientOptions
-	res       Result
+	res       agentcmd.Result
 	dialer    net.Dialer
 	req, resp []byte
 	lat       samples
@@ -272,7 +273,7 @@ func newRun(ctx context.Context, mode string, o ClientOptions) (*run, error) {
 	}
 	r := &run{
 		o: o,
-		res: Result{
+		res: agentcmd.Result{
 			Tool: "cnibench", Mode: mode, MessageSize: o.Size,
 			Target: o.Target, Address: addr.String(),
 		},
@@ -328,7 +329,7 @@ func (r *run) fail(phase string, err error) error {
 
 // finish fills the result from a run that lasted wall; the wall time covers failed attempts
 // too, so that errors lower the rate rather than vanish from it.
-func (r *run) finish(wall time.Duration) (Result, error) {
+func (r *run) finish(wall time.Duration) (agentcmd.Result, error) {
 	r.res.DurationSec = wall.Seconds()
 	r.res.Errors = r.errs.total
 	if r.errs.total > 0 {
@@ -340,10 +341,10 @@ func (r *run) finish(wall time.Duration) (Result, error) {
 		fmt.Fprintln(r.o.Log, "warning:", w)
 	}
 	if r.res.Transactions == 0 && r.errs.total == 0 {
-		return Result{}, fmt.Errorf("%s: no transaction completed: --duration %s is too short", r.res.Mode, r.o.Duration)
+		return agentcmd.Result{}, fmt.Errorf("%s: no transaction completed: --duration %s is too short", r.res.Mode, r.o.Duration)
 	}
 	if r.res.Transactions == 0 {
-		return Result{}, fmt.Errorf("%s: no transaction completed in %s: %d errors, last: %v",
+		return agentcmd.Result{}, fmt.Errorf("%s: no transaction completed in %s: %d errors, last: %v",
 			r.res.Mode, wall.Round(time.Millisecond), r.errs.total, r.errs.last)
 	}
 	if wall > 0 {

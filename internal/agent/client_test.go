@@ -14,10 +14,12 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/agentcmd"
 )
 
 // checkResult checks what any successful run must satisfy.
-func checkResult(t *testing.T, r Result, mode string, size int, d time.Duration) {
+func checkResult(t *testing.T, r agentcmd.Result, mode string, size int, d time.Duration) {
 	t.Helper()
 	t.Logf("%s: %d transactions in %.3f s (%.0f/s), errors %d, latency us: min %.1f p50 %.1f p90 %.1f p99 %.1f max %.1f mean %.1f",
 		mode, r.Transactions, r.DurationSec, r.RatePerSec, r.Errors, r.LatencyUsec.Min, r.LatencyUsec.P50,
@@ -57,7 +59,7 @@ func TestRRAndCRROnLoopback(t *testing.T) {
 	o := ClientOptions{Target: loopback, Port: port, Duration: time.Second, Size: size}
 	for _, c := range []struct {
 		mode string
-		run  func(context.Context, ClientOptions) (Result, error)
+		run  func(context.Context, ClientOptions) (agentcmd.Result, error)
 	}{{"rr", RR}, {"crr", CRR}} {
 		t.Run(c.mode, func(t *testing.T) {
 			r, err := c.run(context.Background(), o)
@@ -84,7 +86,7 @@ func TestClientOptionErrorsNameTheSetting(t *testing.T) {
 	} {
 		o := good
 		mutate(&o)
-		for name, run := range map[string]func(context.Context, ClientOptions) (Result, error){"rr": RR, "crr": CRR} {
+		for name, run := range map[string]func(context.Context, ClientOptions) (agentcmd.Result, error){"rr": RR, "crr": CRR} {
 			if _, err := run(context.Background(), o); err == nil || !strings.Contains(err.Error(), flag) {
 				t.Errorf("%s with a bad %s: error %v, want one naming %s", name, flag, err, flag)
 			}
@@ -129,7 +131,7 @@ func TestCRRStopsAfterConsecutiveErrors(t *testing.T) {
 func TestTimeoutIsAnError(t *testing.T) {
 	port := startEcho(t, 100)
 	o := ClientOptions{Target: loopback, Port: port, Duration: 300 * time.Millisecond, Size: 10, Timeout: 100 * time.Millisecond}
-	for name, run := range map[string]func(context.Context, ClientOptions) (Result, error){"rr": RR, "crr": CRR} {
+	for name, run := range map[string]func(context.Context, ClientOptions) (agentcmd.Result, error){"rr": RR, "crr": CRR} {
 		_, err := run(context.Background(), o)
 		if err == nil || !strings.Contains(err.Error(), "no transaction completed") || !strings.Contains(err.Error(), "i/o timeout") {
 			t.Errorf("%s against a server that never answers: %v, want no transaction completed, i/o timeout", name, err)
@@ -142,7 +144,7 @@ func TestTimeoutIsAnError(t *testing.T) {
 func TestCancelInterruptsABlockedRead(t *testing.T) {
 	port := startEcho(t, 100)
 	o := ClientOptions{Target: loopback, Port: port, Duration: time.Minute, Size: 10, Timeout: time.Minute}
-	for name, run := range map[string]func(context.Context, ClientOptions) (Result, error){"rr": RR, "crr": CRR} {
+	for name, run := range map[string]func(context.Context, ClientOptions) (agentcmd.Result, error){"rr": RR, "crr": CRR} {
 		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		start := time.Now()
 		_, err := run(ctx, o)

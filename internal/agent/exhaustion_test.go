@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/agentcmd"
 )
 
 // TestCRRPortExhaustion runs CRR clients in a private network namespace whose sysctls it may
@@ -45,10 +47,10 @@ func TestCRRPortExhaustion(t *testing.T) {
 }
 
 // crrOnTenPorts runs crrInPrivateNetns on a thread of its own.
-func crrOnTenPorts(t *testing.T, serverCloses bool) Result {
+func crrOnTenPorts(t *testing.T, serverCloses bool) agentcmd.Result {
 	t.Helper()
 	type outcome struct {
-		res Result
+		res agentcmd.Result
 		err error
 	}
 	out := make(chan outcome, 1)
@@ -76,24 +78,24 @@ func crrOnTenPorts(t *testing.T, serverCloses bool) Result {
 // crrInPrivateNetns runs on a locked thread: it moves the thread to a new network namespace,
 // brings up its loopback, narrows the port range and runs an echo server and a short CRR
 // client there. Sockets belong to the namespace of the thread that creates them.
-func crrInPrivateNetns(serverCloses bool) (Result, error) {
+func crrInPrivateNetns(serverCloses bool) (agentcmd.Result, error) {
 	if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
-		return Result{}, fmt.Errorf("unshare network namespace: %w", err)
+		return agentcmd.Result{}, fmt.Errorf("unshare network namespace: %w", err)
 	}
 	if err := loopbackUp(); err != nil {
-		return Result{}, err
+		return agentcmd.Result{}, err
 	}
 	// /proc/sys/net is the opening thread's namespace's: these writes stay in it.
 	for name, v := range map[string]string{"ip_local_port_range": "40000 40009", "tcp_tw_reuse": "0"} {
 		if err := os.WriteFile("/proc/sys/net/ipv4/"+name, []byte(v), 0o644); err != nil {
-			return Result{}, fmt.Errorf("set %s in the private namespace: %w", name, err)
+			return agentcmd.Result{}, fmt.Errorf("set %s in the private namespace: %w", name, err)
 		}
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	s, err := ListenEcho(ctx, EchoOptions{Address: loopback, Size: 1, CloseAfterReply: serverCloses})
 	if err != nil {
-		return Result{}, err
+		return agentcmd.Result{}, err
 	}
 	served := make(chan error, 1)
 	go func() { served <- s.Serve(ctx) }()

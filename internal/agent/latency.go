@@ -4,6 +4,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -20,16 +21,16 @@ const initialSamples = 1 << 16
 // nearest-rank method (the smallest sample with at least p% of samples at or below it), so
 // every reported value is a latency that was actually observed and p50 <= p90 <= p99 <= max.
 // An empty s gives all zeros.
-func (s samples) summarize() Latencies {
+func (s samples) summarize() agentcmd.Latencies {
 	if len(s) == 0 {
-		return Latencies{}
+		return agentcmd.Latencies{}
 	}
 	slices.Sort(s)
 	var sum float64
 	for _, d := range s {
 		sum += float64(d)
 	}
-	return Latencies{
+	return agentcmd.Latencies{
 		Min:  usec(s[0]),
 		Mean: sum / float64(len(s)) / float64(time.Microsecond),
 		P50:  usec(s.percentile(50)),

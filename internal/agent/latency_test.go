@@ -3,6 +3,8 @@ package agent
 import (
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/agentcmd"
 )
 
 func TestSummarize(t *testing.T) {
@@ -12,14 +14,14 @@ func TestSummarize(t *testing.T) {
 		s = append(s, time.Duration((i*37)%100+1)*time.Microsecond)
 	}
 	got := s.summarize()
-	want := Latencies{Min: 1, Mean: 50.5, P50: 50, P90: 90, P99: 99, Max: 100}
+	want := agentcmd.Latencies{Min: 1, Mean: 50.5, P50: 50, P90: 90, P99: 99, Max: 100}
 	if got != want {
 		t.Errorf("summarize(1..100 us) = %+v, want %+v", got, want)
 	}
-	if got := (samples{7 * time.Microsecond}).summarize(); got != (Latencies{7, 7, 7, 7, 7, 7}) {
+	if got := (samples{7 * time.Microsecond}).summarize(); got != (agentcmd.Latencies{Min: 7, Mean: 7, P50: 7, P90: 7, P99: 7, Max: 7}) {
 		t.Errorf("one sample: %+v", got)
 	}
-	if got := (samples{}).summarize(); got != (Latencies{}) {
+	if got := (samples{}).summarize(); got != (agentcmd.Latencies{}) {
 		t.Errorf("no samples: %+v", got)
 	}
 	// Ten samples: p90 is the 9th, p99 the 10th; in floating point 0.9*10 could round up.

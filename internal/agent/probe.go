@@ -9,42 +9,27 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/setting"
 )
-
-// Outcomes of a connection probe.
-const (
-	ProbeOpen    = "open"    // the handshake completed: something listens and the path admits it
-	ProbeRefused = "refused" // a RST came back: the path delivers, nothing listens
-	ProbeTimeout = "timeout" // nothing came back: the SYN was dropped on the way, e.g. by a policy
-	// ProbeUnreachable: the host said no route leads there. Cilium's socket load balancer
-	// answers a ClusterIP without endpoints so: for a Service being programmed it is "not
-	// yet", as refused is for kube-proxy.
-	ProbeUnreachable = "unreachable"
-)
-
-// ProbeResult is what `cnibench agent probe` prints.
-type ProbeResult struct {
-	Outcome string `json:"outcome"`
-}
 
 // Probe opens one TCP connection to address and says how the attempt ended. A policy that
 // drops is told from one that is not enforced by probing a port nobody listens on: refused
 // before the policy, timeout once it is enforced.
-func Probe(ctx context.Context, address string, timeout time.Duration) (ProbeResult, error) {
+func Probe(ctx context.Context, address string, timeout time.Duration) (agentcmd.ProbeResult, error) {
 	d := net.Dialer{Timeout: timeout}
 	conn, err := d.DialContext(ctx, "tcp", address)
 	if err == nil {
 		conn.Close()
-		return ProbeResult{Outcome: ProbeOpen}, nil
+		return agentcmd.ProbeResult{Outcome: agentcmd.ProbeOpen}, nil
 	}
 	if ctx.Err() != nil {
-		return ProbeResult{}, ctx.Err()
+		return agentcmd.ProbeResult{}, ctx.Err()
 	}
 	if outcome, ok := probeOutcome(err); ok {
-		return ProbeResult{Outcome: outcome}, nil
+		return agentcmd.ProbeResult{Outcome: outcome}, nil
 	}
-	return ProbeResult{}, fmt.Errorf("probe %s: %w", address, err)
+	return agentcmd.ProbeResult{}, fmt.Errorf("probe %s: %w", address, err)
 }
 
 // probeOutcome names how a failed connection attempt ended, false for an error that says
@@ -56,11 +41,11 @@ func probeOutcome(err error) (string, bool) {
 	// (a Service whose rules change under the connection, on a slow host) is ECONNRESET: either
 	// way the path delivered and nothing accepted.
 	case errors.Is(err, syscall.ECONNREFUSED), errors.Is(err, syscall.ECONNRESET):
-		return ProbeRefused, true
+		return agentcmd.ProbeRefused, true
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
-		return ProbeUnreachable, true
+		return agentcmd.ProbeUnreachable, true
 	case errors.As(err, &ne) && ne.Timeout():
-		return ProbeTimeout, true
+		return agentcmd.ProbeTimeout, true
 	}
 	return "", false
 }
@@ -68,8 +53,8 @@ func probeOutcome(err error) (string, bool) {
 // WatchOptions configure ProbeUntil.
 type WatchOptions struct {
 	Address string
-	// Until is the outcome waited for: ProbeOpen (a Service or pod becoming reachable) or
-	// ProbeTimeout (a policy starting to drop).
+	// Until is the outcome waited for: agentcmd.ProbeOpen (a Service or pod becoming reachable) or
+	// agentcmd.ProbeTimeout (a policy starting to drop).
 	Until string
 	// Interval between the starts of attempts: the resolution of the reported time. Attempts
 	// overlap when one takes longer, so a slow timeout does not coarsen it.
@@ -83,20 +68,6 @@ type WatchOptions struct {
 	Confirm int
 }
 
-// WatchResult is what `cnibench agent probe --until` prints: when the awaited outcome began,
-// on this node's clock.
-type WatchResult struct {
-	Outcome string `json:"outcome"`
-	// FirstNS is the start (Unix ns) of the first attempt that ended with the awaited outcome;
-	// the change happened between the attempt before it and this one.
-	FirstNS int64 `json:"first_ns"`
-	// StartNS is the start of the first attempt: when the probing began.
-	StartNS  int64 `json:"start_ns"`
-	Attempts int   `json:"attempts"`
-	// ResolutionNS is the interval between attempts.
-	ResolutionNS int64 `json:"resolution_ns"`
-}
-
 type attempt struct {
 	seq     int
 	started time.Time
@@ -106,12 +77,12 @@ type attempt struct {
 
 // ProbeUntil starts an attempt every Interval until Confirm+1 consecutive attempts (in start
 // order) end with the awaited outcome, and reports when the first of them started.
-func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
-	if o.Until != ProbeOpen && o.Until != ProbeTimeout {
-		return WatchResult{}, &setting.Error{Name: "until", Value: strconv.Quote(o.Until), Want: fmt.Sprintf("expected %s or %s", ProbeOpen, ProbeTimeout)}
+func ProbeUntil(ctx context.Context, o WatchOptions) (agentcmd.WatchResult, error) {
+	if o.Until != agentcmd.ProbeOpen && o.Until != agentcmd.ProbeTimeout {
+		return agentcmd.WatchResult{}, &setting.Error{Name: "until", Value: strconv.Quote(o.Until), Want: fmt.Sprintf("expected %s or %s", agentcmd.ProbeOpen, agentcmd.ProbeTimeout)}
 	}
 	if o.Interval <= 0 || o.Timeout <= 0 || o.MaxWait <= 0 {
-		return WatchResult{}, errors.New("interval, timeout and maxWait: expected positive durations")
+		return agentcmd.WatchResult{}, errors.New("interval, timeout and maxWait: expected positive durations")
 	}
 	ctx, cancel := context.WithTimeout(ctx, o.MaxWait+o.Timeout)
 	defer cancel()
@@ -136,7 +107,7 @@ func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 	for {
 		select {
 		case <-ctx.Done():
-			return WatchResult{}, fmt.Errorf("probe %s: no %s within %s (%d attempts)", o.Address, o.Until, o.MaxWait, launched)
+			return agentcmd.WatchResult{}, fmt.Errorf("probe %s: no %s within %s (%d attempts)", o.Address, o.Until, o.MaxWait, launched)
 		case <-ticker.C:
 			if time.Now().Before(deadline) {
 				launch()
@@ -148,7 +119,7 @@ func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 				cur := done[next]
 				delete(done, next)
 				if cur.err != nil && ctx.Err() == nil {
-					return WatchResult{}, cur.err
+					return agentcmd.WatchResult{}, cur.err
 				}
 				if cur.outcome != o.Until {
 					streak = 0
@@ -158,7 +129,7 @@ func ProbeUntil(ctx context.Context, o WatchOptions) (WatchResult, error) {
 					first = cur
 				}
 				if streak++; streak > o.Confirm {
-					return WatchResult{Outcome: o.Until, FirstNS: first.started.UnixNano(), StartNS: began.UnixNano(), Attempts: launched,
+					return agentcmd.WatchResult{Outcome: o.Until, FirstNS: first.started.UnixNano(), StartNS: began.UnixNano(), Attempts: launched,
 						ResolutionNS: o.Interval.Nanoseconds()}, nil
 				}
 			}

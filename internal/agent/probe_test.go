@@ -10,6 +10,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/agentcmd"
 )
 
 func TestProbeOutcomes(t *testing.T) {
@@ -27,7 +29,7 @@ func TestProbeOutcomes(t *testing.T) {
 	closed.Close()
 	full := fullListener(t)
 
-	for addr, want := range map[string]string{open.Addr().String(): ProbeOpen, closedAddr: ProbeRefused, full: ProbeTimeout} {
+	for addr, want := range map[string]string{open.Addr().String(): agentcmd.ProbeOpen, closedAddr: agentcmd.ProbeRefused, full: agentcmd.ProbeTimeout} {
 		got, err := Probe(ctx, addr, 300*time.Millisecond)
 		if err != nil {
 			t.Errorf("probe %s: %v", addr, err)
@@ -96,7 +98,7 @@ func TestProbeUntilOpenReportsWhenTheServerAppeared(t *testing.T) {
 			c.Close()
 		}
 	}()
-	res, err := ProbeUntil(context.Background(), WatchOptions{Address: addr, Until: ProbeOpen, Interval: 10 * time.Millisecond,
+	res, err := ProbeUntil(context.Background(), WatchOptions{Address: addr, Until: agentcmd.ProbeOpen, Interval: 10 * time.Millisecond,
 		Timeout: 100 * time.Millisecond, MaxWait: 5 * time.Second, Confirm: 2})
 	if err != nil {
 		t.Fatal(err)
@@ -118,7 +120,7 @@ func TestProbeUntilGivesUp(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer ln.Close()
-	_, err = ProbeUntil(context.Background(), WatchOptions{Address: ln.Addr().String(), Until: ProbeTimeout, Interval: 10 * time.Millisecond,
+	_, err = ProbeUntil(context.Background(), WatchOptions{Address: ln.Addr().String(), Until: agentcmd.ProbeTimeout, Interval: 10 * time.Millisecond,
 		Timeout: 50 * time.Millisecond, MaxWait: 200 * time.Millisecond})
 	if err == nil || !strings.Contains(err.Error(), "no timeout within") {
 		t.Errorf("err = %v", err)
@@ -136,9 +138,9 @@ func TestProbeOutcomeOfUnreachable(t *testing.T) {
 		err  error
 		want string
 	}{
-		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, ProbeUnreachable},
-		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, ProbeUnreachable},
-		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, ProbeRefused},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, agentcmd.ProbeUnreachable},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, agentcmd.ProbeUnreachable},
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, agentcmd.ProbeRefused},
 	} {
 		if got, ok := probeOutcome(c.err); !ok || got != c.want {
 			t.Errorf("%v: outcome %q (%v), want %q", c.err, got, ok, c.want)

@@ -15,20 +15,17 @@ import (
 	"strings"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/stats"
 )
-
-// ReadyLine is what `cnibench agent run --barrier` prints on stderr once it waits at the
-// barrier; the caller releases it by writing a line to its stdin.
-const ReadyLine = "cnibench-ready"
 
 // RunOptions configure `cnibench agent run`, which runs one client tool for the runner: at a
 // barrier shared with the other pairs of a sample, timed on the node's clock, and with the
 // tool's per-transaction log turned into a histogram.
 type RunOptions struct {
 	Argv []string
-	// Barrier makes the run wait for a line on In after printing ReadyLine on Err, so that
+	// Barrier makes the run wait for a line on In after printing agentcmd.ReadyLine on Err, so that
 	// every client of a sample starts within a bounded skew of the others.
 	Barrier bool
 	// RTTLog is a sockperf --full-log file the tool writes; its round trips become the
@@ -42,46 +39,18 @@ type RunOptions struct {
 	KeepAwake int
 }
 
-// RunReport is what `cnibench agent run` prints as JSON.
-type RunReport struct {
-	// StartNS and EndNS are the node's wall clock (Unix ns) when the tool was started and
-	// when it exited: the start times of the clients of one sample give its skew.
-	StartNS int64 `json:"start_ns"`
-	EndNS   int64 `json:"end_ns"`
-	// ExitCode is the tool's exit status (-1 when killed by a signal).
-	ExitCode int    `json:"exit_code"`
-	Stdout   string `json:"stdout"`
-	// Stderr is the tool's standard error, its last 4 KiB.
-	Stderr    string      `json:"stderr,omitempty"`
-	Histogram *stats.Hist `json:"histogram_us,omitempty"`
-	// Window holds the node's and this container's counters read right before the tool
-	// started and right after it exited: the sample's measured window, without the execs
-	// and API calls around it. Nil when they could not be read.
-	Window *Window `json:"window,omitempty"`
-}
-
-// Window is a pair of counter readings around a tool's run.
-type Window struct {
-	Before monitor.NodeStat `json:"before"`
-	After  monitor.NodeStat `json:"after"`
-	// AwakeSeconds is the CPU time the keep-awake spinners used (in this container, on the
-	// node): not the sample's work. AwakePolicy is their scheduling class, empty without.
-	AwakeSeconds float64 `json:"awake_s,omitempty"`
-	AwakePolicy  string  `json:"awake_policy,omitempty"`
-}
-
 // stderrKeep bounds the tool's stderr kept in the report.
 const stderrKeep = 4096
 
 // Run runs the tool once and returns its report; an error means the tool could not be run
 // at all (or the barrier was abandoned), not that it failed.
-func Run(ctx context.Context, o RunOptions) (RunReport, error) {
+func Run(ctx context.Context, o RunOptions) (agentcmd.RunReport, error) {
 	if len(o.Argv) == 0 {
-		return RunReport{}, errors.New("run: expected a command after --")
+		return agentcmd.RunReport{}, errors.New("run: expected a command after --")
 	}
 	if o.Barrier {
 		if err := waitBarrier(ctx, o.In, o.Err); err != nil {
-			return RunReport{}, err
+			return agentcmd.RunReport{}, err
 		}
 	}
 	if o.RTTLog != "" {
@@ -94,7 +63,7 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 	// spinners before it would delay the clients of a sample by different amounts (ten of them
 	// on two CPUs spread their starts over 160 ms). The readings then miss the first
 	// millisecond of the tool, and cost about a millisecond of this process inside the window.
-	rep := RunReport{StartNS: time.Now().UnixNano()}
+	rep := agentcmd.RunReport{StartNS: time.Now().UnixNano()}
 	var awake *Awake
 	err := cmd.Start()
 	if err == nil {
@@ -105,7 +74,7 @@ func Run(ctx context.Context, o RunOptions) (RunReport, error) {
 		err = cmd.Wait()
 		rep.EndNS = time.Now().UnixNano()
 		if after, afterErr := monitor.Read(); beforeErr == nil && afterErr == nil {
-			rep.Window = &Window{Before: before, After: after}
+			rep.Window = &agentcmd.Window{Before: before, After: after}
 		}
 	} else {
 		rep.EndNS = time.Now().UnixNano()
@@ -146,7 +115,7 @@ func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 	if in == nil {
 		return errors.New("run --barrier: no standard input to be released through")
 	}
-	if _, err := fmt.Fprintln(errOut, ReadyLine); err != nil {
+	if _, err := fmt.Fprintln(errOut, agentcmd.ReadyLine); err != nil {
 		return fmt.Errorf("run --barrier: announce ready: %w", err)
 	}
 	type release struct {
@@ -237,7 +206,7 @@ func readSockperfLog(path string) (*stats.Hist, error) {
 }
 
 // WriteReport prints the report as one line of JSON.
-func WriteReport(w io.Writer, r RunReport) error {
+func WriteReport(w io.Writer, r agentcmd.RunReport) error {
 	if err := json.NewEncoder(w).Encode(r); err != nil {
 		return fmt.Errorf("write report: %w", err)
 	}

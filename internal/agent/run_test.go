@@ -9,12 +9,14 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/agentcmd"
 )
 
 func TestRunWaitsAtTheBarrier(t *testing.T) {
 	inR, inW := io.Pipe()
 	errR, errW := io.Pipe()
-	done := make(chan RunReport, 1)
+	done := make(chan agentcmd.RunReport, 1)
 	go func() {
 		rep, err := Run(context.Background(), RunOptions{Argv: []string{"echo", "hello"}, Barrier: true, In: inR, Err: errW})
 		if err != nil {
@@ -22,8 +24,8 @@ func TestRunWaitsAtTheBarrier(t *testing.T) {
 		}
 		done <- rep
 	}()
-	buf := make([]byte, len(ReadyLine)+1)
-	if _, err := io.ReadFull(errR, buf); err != nil || strings.TrimSpace(string(buf)) != ReadyLine {
+	buf := make([]byte, len(agentcmd.ReadyLine)+1)
+	if _, err := io.ReadFull(errR, buf); err != nil || strings.TrimSpace(string(buf)) != agentcmd.ReadyLine {
 		t.Fatalf("ready line %q, %v", buf, err)
 	}
 	select {

@@ -1,8 +1,10 @@
 // Package agentcmd is the command line of `cnibench agent`, the helpers that run inside the
 // tools image (and on the external host): each subcommand's name and a typed value whose Argv
-// is the command to exec. The callers that run the agent in pods use it, cmd/cnibench's
-// agent commands take their names from it, and a test there parses every value's Argv with
-// those commands, so a flag renamed on one side fails the build's tests, not a run.
+// is the command to exec, and what the commands print (output.go). The callers that run the
+// agent in pods use it, cmd/cnibench's agent commands take their names from it, and a test
+// there parses every value's Argv with those commands, so a flag renamed on one side fails the
+// build's tests, not a run. The callers decode the agent's output with the types here and so
+// never compile the agent itself.
 package agentcmd
 
 import (
@@ -53,7 +55,7 @@ func (StatCmd) Argv() []string { return argv(Stat) }
 type ProbeCmd struct {
 	Target  string
 	Timeout time.Duration // each attempt's handshake; 0: the agent's default
-	// Until is "open" or "timeout" (agent.ProbeOpen, agent.ProbeTimeout); empty: one attempt.
+	// Until is "open" or "timeout" (ProbeOpen, ProbeTimeout); empty: one attempt.
 	Until    string
 	Interval time.Duration // with Until; 0: the agent's default
 	MaxWait  time.Duration // with Until; 0: the agent's default

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/profile"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // profileTop is how many functions a profile cell lists, and profileDeltas how many
@@ -20,7 +20,7 @@ const (
 // ProfileCell is where the host's CPU time went during one cell's measured samples, merged
 // over them, and how that differs from the first target of the same path and workload.
 type ProfileCell struct {
-	store.Cell
+	record.Cell
 	// Profiled is how many of the cell's samples carry a profile; Missing says why the others
 	// do not (the first reason met), empty when none is missing.
 	Profiled int    `json:"profiled"`
@@ -40,8 +40,8 @@ func (c ProfileCell) Top() []profile.Func { return c.Summary.TopSelf(profileTop)
 // Profiles merges the CPU profiles of each cell's measured samples (not warm-up, not failed)
 // and sets each target beside the first target, in the order of targets, of the same path,
 // workload and pairs. Cells without any profiled sample are left out.
-func Profiles(targets []string, samples []store.Sample) []ProfileCell {
-	byCell := map[store.Cell]*ProfileCell{}
+func Profiles(targets []string, samples []record.Sample) []ProfileCell {
+	byCell := map[record.Cell]*ProfileCell{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" || s.Profile == "" {
 			continue

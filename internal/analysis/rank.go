@@ -6,8 +6,8 @@ import (
 	"sort"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -81,7 +81,7 @@ type RankGroup struct {
 // Rank orders the targets of a run, best first, on every headline metric with a known
 // direction, and tests each against the best, paired by round where every round measured
 // both (stats.CompareBlocked). It returns nothing for a run with one target.
-func Rank(samples []store.Sample) []RankGroup {
+func Rank(samples []record.Sample) []RankGroup {
 	type cell struct {
 		path, workload string
 		pairs          int
@@ -277,5 +277,5 @@ func otherPairs(metric string, entries []Ranked, byName map[string][]stats.Obs, 
 	return out
 }
 
-// obs is a sample's value with its block (store.Sample.Block), by which comparisons pair.
-func obs(s store.Sample, v float64) stats.Obs { return stats.Obs{Block: s.Block(), Value: v} }
+// obs is a sample's value with its block (record.Sample.Block), by which comparisons pair.
+func obs(s record.Sample, v float64) stats.Obs { return stats.Obs{Block: s.Block(), Value: v} }

@@ -4,8 +4,8 @@ import (
 	"math"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -45,7 +45,7 @@ const (
 )
 
 // References sets each figure of the study beside the run's; nil without a study.
-func References(ref *suite.Reference, samples []store.Sample) *ReferenceTable {
+func References(ref *suite.Reference, samples []record.Sample) *ReferenceTable {
 	if ref == nil {
 		return nil
 	}

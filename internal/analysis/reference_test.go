@@ -5,20 +5,20 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
 // sampleOf is one measured sample of a cell in a round.
-func sampleOf(target, path, workload string, round int, metric string, v float64) store.Sample {
-	return store.Sample{RunID: "r", Round: round, Target: target, Path: path, Workload: workload, Metrics: map[string]float64{metric: v}}
+func sampleOf(target, path, workload string, round int, metric string, v float64) record.Sample {
+	return record.Sample{RunID: "r", Round: round, Target: target, Path: path, Workload: workload, Metrics: map[string]float64{metric: v}}
 }
 
 // The run's figures are set beside the study's: each cell's mean and interval, their ratio,
 // whether the run orders the two targets as the study did (and whether its own comparison
 // decided it), and the study's relative figures as the run's ratio of the two targets.
 func TestReferencesSetTheStudyBesideTheRun(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	for round := 1; round <= 6; round++ {
 		jitter := float64(round%3) * 0.05
 		samples = append(samples,
@@ -26,7 +26,7 @@ func TestReferencesSetTheStudyBesideTheRun(t *testing.T) {
 			sampleOf("cilium", suite.CrossNode, "tcp-stream/1", round, catalog.Throughput, 6+jitter),
 			sampleOf("flannel", suite.SameNode, "tcp-stream/1", round, catalog.Throughput, 9+jitter))
 	}
-	samples = append(samples, store.Sample{Target: "cilium", Path: suite.CrossNode, Workload: "tcp-stream/1", Warmup: true,
+	samples = append(samples, record.Sample{Target: "cilium", Path: suite.CrossNode, Workload: "tcp-stream/1", Warmup: true,
 		Metrics: map[string]float64{catalog.Throughput: 100}})
 	ref := &suite.Reference{Study: "study", Figures: []suite.ReferenceFigure{
 		{Target: "flannel", Path: suite.CrossNode, Workload: "tcp-stream/1", Metric: catalog.Throughput, Value: 1.48},
@@ -59,9 +59,9 @@ func TestReferencesSetTheStudyBesideTheRun(t *testing.T) {
 // A study that reported a figure per container is set beside the run's sum divided by the
 // cell's pairs; the direction against the other target still compares the same cells.
 func TestReferencesPerPair(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	for round := 1; round <= 6; round++ {
-		for _, s := range []store.Sample{
+		for _, s := range []record.Sample{
 			sampleOf("containerd.runc", suite.CrossNode, "tcp-stream/1", round, catalog.Throughput, 100+float64(round)),
 			sampleOf("crio.runc", suite.CrossNode, "tcp-stream/1", round, catalog.Throughput, 90+float64(round)),
 		} {

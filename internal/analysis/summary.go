@@ -11,8 +11,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -33,21 +33,21 @@ type Row struct {
 }
 
 // Cell is the row's place in the matrix.
-func (r Row) Cell() store.Cell {
-	return store.Cell{Target: r.Target, Path: r.Path, Workload: r.Workload, Pairs: max(r.Pairs, 1)}
+func (r Row) Cell() record.Cell {
+	return record.Cell{Target: r.Target, Path: r.Path, Workload: r.Workload, Pairs: max(r.Pairs, 1)}
 }
 
 // Label is the workload with its concurrency, as tables and sections show it.
 func (r Row) Label() string { return r.Cell().WorkloadLabel() }
 
 // Summarize computes every row of a run: warm-up samples are left out, failed ones counted.
-func Summarize(samples []store.Sample) []Row {
+func Summarize(samples []record.Sample) []Row {
 	type key struct {
-		cell   store.Cell
+		cell   record.Cell
 		metric string
 	}
 	values := map[key][]float64{}
-	failed, flagged := map[store.Cell]int{}, map[store.Cell]int{}
+	failed, flagged := map[record.Cell]int{}, map[record.Cell]int{}
 	for _, s := range samples {
 		if s.Warmup {
 			continue

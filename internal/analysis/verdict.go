@@ -6,8 +6,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -55,7 +55,7 @@ func (b byMetric) add(metric, name string, o stats.Obs) {
 // Verdict picks, for every cell, the workload's headline metric (VerdictMetric: UDP's
 // loss, else the first of catalog.ProgressOrder it measured) and ranks what the run compared
 // on it.
-func Verdict(samples []store.Sample) []VerdictLine {
+func Verdict(samples []record.Sample) []VerdictLine {
 	targets := map[string]bool{}
 	for _, s := range samples {
 		targets[s.Target] = true
@@ -88,7 +88,7 @@ func Verdict(samples []store.Sample) []VerdictLine {
 // verdictValues groups the measured values: with several targets by (workload, pairs, path)
 // and target, so that targets are compared on each path; with one by (workload, pairs) and
 // path, so that its paths are compared with each other.
-func verdictValues(samples []store.Sample, byTarget bool) map[verdictCell]byMetric {
+func verdictValues(samples []record.Sample, byTarget bool) map[verdictCell]byMetric {
 	out := map[verdictCell]byMetric{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" {
@@ -124,7 +124,7 @@ func rankLine(l VerdictLine, byName map[string][]stats.Obs, against string) Verd
 // IsSetup says whether a line holds a setup figure: its path, or with one target its only
 // entry, is the setup pseudo-path.
 func (l VerdictLine) IsSetup() bool {
-	return l.Path == store.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == store.SetupPath
+	return l.Path == record.SetupPath || l.Path == "" && len(l.Entries) == 1 && l.Entries[0].Target == record.SetupPath
 }
 
 // VerdictMetric is the figure a verdict and a comparison's headline family are about for a

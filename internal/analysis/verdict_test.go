@@ -5,8 +5,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // TestUDPVerdictIsLoss checks that a udp-stream verdict ranks the loss at the offered rate on
@@ -14,10 +14,10 @@ import (
 // and a ratio against a loss of 0 does not exist.
 func TestUDPVerdictIsLoss(t *testing.T) {
 	loss := map[string][]float64{"a": {0, 0, 0, 0, 0}, "b": {1.9, 2.2, 2.0, 2.1, 1.8}}
-	var samples []store.Sample
+	var samples []record.Sample
 	for target, xs := range loss {
 		for i, x := range xs {
-			samples = append(samples, store.Sample{RunID: "r", Round: i + 1, Target: target, Path: "cross-node",
+			samples = append(samples, record.Sample{RunID: "r", Round: i + 1, Target: target, Path: "cross-node",
 				Workload: "udp-stream/1300B@500M", Pairs: 1,
 				Metrics: map[string]float64{catalog.Throughput: 0.498, catalog.Loss: x}})
 		}

@@ -8,14 +8,14 @@ import (
 
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/setting"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // compareBaseline compares each target of the finished run with the baseline run's target of
 // the same name (or its only target, when both runs have one), printing each comparison and
 // applying the gate when one is set.
-func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseline string, run store.Run, targets []store.Target, gate *compare.Gate) error {
+func compareBaseline(ctx context.Context, w io.Writer, src export.Source, baseline string, run record.Run, targets []record.Target, gate *compare.Gate) error {
 	// The run and its targets only: Compare reads the samples of the sides it compares.
 	base, err := src.Run(ctx, baseline)
 	if err != nil {

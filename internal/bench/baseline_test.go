@@ -8,7 +8,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/compare"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
@@ -21,11 +21,11 @@ func TestCompareBaseline(t *testing.T) {
 	}
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
 	runs := []fixture.Run{
-		{ID: "20261121-100000-base", Started: at, Targets: []store.Target{{Name: "bridge"}, {Name: "flannel"}},
+		{ID: "20261121-100000-base", Started: at, Targets: []record.Target{{Name: "bridge"}, {Name: "flannel"}},
 			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 9)}},
-		{ID: "20261121-110000-next", Started: at.Add(time.Hour), Targets: []store.Target{{Name: "bridge"}, {Name: "flannel"}},
+		{ID: "20261121-110000-next", Started: at.Add(time.Hour), Targets: []record.Target{{Name: "bridge"}, {Name: "flannel"}},
 			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 7)}},
-		{ID: "20261121-120000-lone", Started: at.Add(2 * time.Hour), Targets: []store.Target{{Name: "cilium"}},
+		{ID: "20261121-120000-lone", Started: at.Add(2 * time.Hour), Targets: []record.Target{{Name: "cilium"}},
 			Cells: []fixture.Cell{stream("cilium", 12)}},
 	}
 	for _, r := range runs {
@@ -33,8 +33,8 @@ func TestCompareBaseline(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	targets := func(i int) []store.Target { return runs[i].Targets }
-	run := func(i int) store.Run { return store.Run{ID: runs[i].ID} }
+	targets := func(i int) []record.Target { return runs[i].Targets }
+	run := func(i int) record.Run { return record.Run{ID: runs[i].ID} }
 
 	var out bytes.Buffer
 	// Target by target; flannel lost 22 %, bridge nothing.

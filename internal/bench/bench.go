@@ -9,7 +9,6 @@ import (
 	"io"
 
 	"github.com/cnibench/cnibench/internal/compare"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/report"
 	"github.com/cnibench/cnibench/internal/runner"
@@ -120,7 +119,7 @@ func planGate(ctx context.Context, o Options, rounds int) error {
 	if location == "" {
 		location = store.DefaultLocation()
 	}
-	db, err := export.OpenExisting(ctx, location)
+	db, err := store.OpenExisting(ctx, location)
 	if err != nil {
 		return &setting.Error{Name: "store", Err: err}
 	}

@@ -19,9 +19,9 @@ import (
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // DefaultSeed is the seed a comparison records unless told otherwise. No figure of a comparison
@@ -138,7 +138,7 @@ type Cell struct {
 
 // label is the workload with its concurrency, as the tables show it.
 func (c Cell) label() string {
-	return store.Cell{Workload: c.Workload, Pairs: c.Pairs}.WorkloadLabel()
+	return record.Cell{Workload: c.Workload, Pairs: c.Pairs}.WorkloadLabel()
 }
 
 // Difference is one fingerprint key whose value differs; an empty value means absent.
@@ -270,7 +270,7 @@ func summarize(rows []Row) Summary {
 }
 
 // load resolves a side and returns its samples. which is "A" or "B", for error messages.
-func load(ctx context.Context, src export.Source, which string, side Side) (Resolved, []store.Sample, error) {
+func load(ctx context.Context, src export.Source, which string, side Side) (Resolved, []record.Sample, error) {
 	b, err := export.Load(ctx, src, side.Run)
 	if err != nil {
 		return Resolved{}, nil, fmt.Errorf("%s %q: %w", which, side, err)
@@ -279,7 +279,7 @@ func load(ctx context.Context, src export.Source, which string, side Side) (Reso
 	for i, t := range b.Targets {
 		names[i] = t.Name
 	}
-	var target *store.Target
+	var target *record.Target
 	switch {
 	case side.Target != "":
 		for i := range b.Targets {
@@ -299,7 +299,7 @@ func load(ctx context.Context, src export.Source, which string, side Side) (Reso
 		return Resolved{}, nil, fmt.Errorf("%s %q: run %s has %d targets (%s); name one as %s/TARGET",
 			which, side, b.Run.ID, len(b.Targets), strings.Join(names, ", "), b.Run.ID)
 	}
-	var samples []store.Sample
+	var samples []record.Sample
 	for _, s := range b.Samples {
 		if s.Target == target.Name {
 			samples = append(samples, s)
@@ -328,7 +328,7 @@ type side struct {
 
 // collect groups a side's measured, successful values, in Seq order, the way
 // report.Summarize does, so the means here are those `results show` prints.
-func collect(samples []store.Sample) side {
+func collect(samples []record.Sample) side {
 	s := side{values: map[key][]stats.Obs{}, failed: map[Cell]int{}}
 	for _, x := range samples {
 		c := Cell{Path: x.Path, Workload: x.Workload, Pairs: x.Cell().Pairs}
@@ -552,7 +552,7 @@ func sortRows(rows []Row) {
 		a, b := rows[i], rows[j]
 		// The measured workloads come first; the setup figures (pod startup, Service
 		// programming...), measured once per target and round, after them.
-		if sa, sb := a.Path == store.SetupPath, b.Path == store.SetupPath; sa != sb {
+		if sa, sb := a.Path == record.SetupPath, b.Path == record.SetupPath; sa != sb {
 			return sb
 		}
 		return analysis.Order{Workload: a.Workload, Pairs: a.Pairs, Path: a.Path, Metric: a.Metric}.Compare(

@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
@@ -56,7 +57,7 @@ func fill(t *testing.T) *store.DB {
 	cilium := stream("cilium-vxlan", "cross-node", 12, 1.3)
 	cilium.Failed = 1
 	err := fixture.Add(ctx, db, fixture.Run{ID: run1, Started: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
-		Targets: []store.Target{
+		Targets: []record.Target{
 			{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}},
 			{Name: "cilium-vxlan", Fingerprint: map[string]string{"cni": "cilium", "kernel": "6.1.0", "tunnel": "vxlan"}}},
 		Cells: []fixture.Cell{stream("bridge", "cross-node", 10, 1.0), cilium, stream("bridge", "same-node", 30, 0.5),
@@ -65,7 +66,7 @@ func fill(t *testing.T) *store.DB {
 		t.Fatal(err)
 	}
 	err = fixture.Add(ctx, db, fixture.Run{ID: run2, Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
-		Targets: []store.Target{{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}}},
+		Targets: []record.Target{{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}}},
 		Cells:   []fixture.Cell{stream("bridge", "cross-node", 10, 1.0)}})
 	if err != nil {
 		t.Fatal(err)

@@ -12,8 +12,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // aaSuiteRun is a real A/A run of the default suite: two identical two-node bridge clusters
@@ -42,8 +42,8 @@ func readBundle(t *testing.T, path string) export.Bundle {
 }
 
 // rounds returns the measured samples of b by round, each round's in its order.
-func rounds(b export.Bundle) [][]store.Sample {
-	by := map[int][]store.Sample{}
+func rounds(b export.Bundle) [][]record.Sample {
+	by := map[int][]record.Sample{}
 	for _, s := range b.Samples {
 		if !s.Warmup && s.Round > 0 {
 			by[s.Round] = append(by[s.Round], s)
@@ -54,7 +54,7 @@ func rounds(b export.Bundle) [][]store.Sample {
 		keys = append(keys, k)
 	}
 	sort.Ints(keys)
-	out := make([][]store.Sample, len(keys))
+	out := make([][]record.Sample, len(keys))
 	for i, k := range keys {
 		out[i] = by[k]
 	}
@@ -75,7 +75,7 @@ func replicate(b export.Bundle, n int, rng *rand.Rand) export.Bundle {
 		if n != len(all) {
 			src = all[rng.IntN(len(all))]
 		}
-		swap := map[store.Cell]bool{}
+		swap := map[record.Cell]bool{}
 		for _, s := range src {
 			c := s.Cell()
 			c.Target = ""
@@ -101,7 +101,7 @@ func replicate(b export.Bundle, n int, rng *rand.Rand) export.Bundle {
 // times 0.9, a latency times 1.1).
 func injected(b export.Bundle, target string, cell Cell, metric string, factor float64) export.Bundle {
 	out := b
-	out.Samples = make([]store.Sample, len(b.Samples))
+	out.Samples = make([]record.Sample, len(b.Samples))
 	for i, s := range b.Samples {
 		if s.Target == target && s.Path == cell.Path && s.Workload == cell.Workload && s.Metrics[metric] != 0 {
 			m := make(map[string]float64, len(s.Metrics))
@@ -277,23 +277,23 @@ func (p poolSource) find(id string) (export.Bundle, error) {
 	return export.Bundle{}, fmt.Errorf("no run %q", id)
 }
 
-func (p poolSource) Run(_ context.Context, id string) (store.Run, error) {
+func (p poolSource) Run(_ context.Context, id string) (record.Run, error) {
 	b, err := p.find(id)
 	return b.Run, err
 }
 
-func (p poolSource) Targets(_ context.Context, id string) ([]store.Target, error) {
+func (p poolSource) Targets(_ context.Context, id string) ([]record.Target, error) {
 	b, err := p.find(id)
 	return b.Targets, err
 }
 
-func (p poolSource) Samples(_ context.Context, id string) ([]store.Sample, error) {
+func (p poolSource) Samples(_ context.Context, id string) ([]record.Sample, error) {
 	b, err := p.find(id)
 	return b.Samples, err
 }
 
-func (p poolSource) Runs(context.Context) ([]store.Run, error) {
-	out := make([]store.Run, len(p.runs))
+func (p poolSource) Runs(context.Context) ([]record.Run, error) {
+	out := make([]record.Run, len(p.runs))
 	for i, b := range p.runs {
 		out[i] = b.Run
 	}
@@ -304,8 +304,8 @@ func (p poolSource) Runs(context.Context) ([]store.Run, error) {
 // the default suite would store it.
 func pseudoRun(b export.Bundle, id string, started time.Time, labels map[string]string, n int, rng *rand.Rand) export.Bundle {
 	r := replicate(b, n, rng)
-	out := export.Bundle{Run: store.Run{ID: id, Started: started, Status: store.StatusComplete, Labels: labels},
-		Targets: []store.Target{{RunID: id, Name: "local"}}}
+	out := export.Bundle{Run: record.Run{ID: id, Started: started, Status: record.StatusComplete, Labels: labels},
+		Targets: []record.Target{{RunID: id, Name: "local"}}}
 	for _, s := range r.Samples {
 		if s.Target == b.Targets[0].Name {
 			s.RunID, s.Target = id, "local"

@@ -9,9 +9,9 @@ import (
 
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"gonum.org/v1/gonum/stat"
 	"gonum.org/v1/gonum/stat/distuv"
 )
@@ -19,7 +19,7 @@ import (
 // Lister is a store that lists its runs as well as serving them.
 type Lister interface {
 	export.Source
-	Runs(ctx context.Context) ([]store.Run, error)
+	Runs(ctx context.Context) ([]record.Run, error)
 }
 
 // PoolOptions selects a pooled comparison: run B against the last stored runs matching a
@@ -100,14 +100,14 @@ func ComparePooled(ctx context.Context, src Lister, o PoolOptions) (Result, erro
 
 // poolRuns are the newest o.Last complete runs matching the selector that started before B's
 // run, oldest first.
-func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]store.Run, error) {
+func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]record.Run, error) {
 	runs, err := src.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list the baseline runs: %w", err)
 	}
-	var picked []store.Run
+	var picked []record.Run
 	for _, r := range runs {
-		if r.ID != b.Run && r.Started.Before(b.Started) && r.Status == store.StatusComplete && o.Selector.Matches(r.Labels) {
+		if r.ID != b.Run && r.Started.Before(b.Started) && r.Status == record.StatusComplete && o.Selector.Matches(r.Labels) {
 			picked = append(picked, r)
 		}
 	}
@@ -123,7 +123,7 @@ func poolRuns(ctx context.Context, src Lister, o PoolOptions, b Resolved) ([]sto
 	return picked, nil
 }
 
-func ids(runs []store.Run) []string {
+func ids(runs []record.Run) []string {
 	out := make([]string, len(runs))
 	for i, r := range runs {
 		out[i] = r.ID

@@ -8,8 +8,8 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // aaRun is a real A/A run on this kind of machine (2 cores, about 14 % steal): two identical
@@ -21,25 +21,25 @@ const aaRun = "testdata/aa-run.json"
 // bundleSource serves one exported run, as the store would.
 type bundleSource struct{ b export.Bundle }
 
-func (s bundleSource) Run(_ context.Context, id string) (store.Run, error) {
+func (s bundleSource) Run(_ context.Context, id string) (record.Run, error) {
 	if !strings.HasPrefix(s.b.Run.ID, id) {
-		return store.Run{}, fmt.Errorf("no run %q", id)
+		return record.Run{}, fmt.Errorf("no run %q", id)
 	}
 	return s.b.Run, nil
 }
 
-func (s bundleSource) Targets(context.Context, string) ([]store.Target, error) {
+func (s bundleSource) Targets(context.Context, string) ([]record.Target, error) {
 	return s.b.Targets, nil
 }
 
-func (s bundleSource) Samples(context.Context, string) ([]store.Sample, error) {
+func (s bundleSource) Samples(context.Context, string) ([]record.Sample, error) {
 	return s.b.Samples, nil
 }
 
 // shifted is the run with one target's metric scaled by factor, and nothing else changed.
 func shifted(b export.Bundle, target, metric string, factor float64) export.Bundle {
 	out := b
-	out.Samples = make([]store.Sample, len(b.Samples))
+	out.Samples = make([]record.Sample, len(b.Samples))
 	for i, s := range b.Samples {
 		if s.Target == target && s.Metrics[metric] != 0 {
 			m := make(map[string]float64, len(s.Metrics))
@@ -77,7 +77,7 @@ func TestGateOnRealSamples(t *testing.T) {
 		t.Errorf("A/A: the gate fails identical clusters: %v", err)
 	}
 	for _, r := range res.Rows {
-		if r.Path != store.SetupPath && (r.Metric == "throughput_gbps" || r.Metric == "latency_p50_us" || r.Metric == "connections_per_s") {
+		if r.Path != record.SetupPath && (r.Metric == "throughput_gbps" || r.Metric == "latency_p50_us" || r.Metric == "connections_per_s") {
 			t.Logf("A/A %s %s: B/A %.3f [%.3f, %.3f] p %.2g, n %d v %d, paired %v, %s", r.Workload, r.Metric,
 				r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.NA, r.NB, r.Paired, verdictText(r))
 		}
@@ -88,7 +88,7 @@ func TestGateOnRealSamples(t *testing.T) {
 	}{{"throughput_gbps", 0.9}, {"latency_p50_us", 1.1}, {"connections_per_s", 0.9}} {
 		res, err := gate(shifted(b, bt, c.metric, c.factor))
 		for _, r := range res.Rows {
-			if r.Metric == c.metric && r.Path != store.SetupPath {
+			if r.Metric == c.metric && r.Path != record.SetupPath {
 				t.Logf("%s x%.1f: B/A %.3f [%.3f, %.3f] p %.2g, n %d v %d, paired %v, %s", c.metric, c.factor,
 					r.Ratio, r.RatioLow, r.RatioHigh, r.PValue, r.NA, r.NB, r.Paired, verdictText(r))
 			}

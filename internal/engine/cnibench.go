@@ -6,13 +6,12 @@ import (
 	"errors"
 	"fmt"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // cnibench drives the in-house agent shipped in the tools image (`cnibench agent ...`):
-// an echo server, and rr/crr clients that print one agent.Result as JSON. It measures
+// an echo server, and rr/crr clients that print one agentcmd.Result as JSON. It measures
 // tcp-crr, for which no packaged tool exists, and tcp-rr of any size (sockperf's
 // minimum is 14 bytes; For sends smaller tcp-rr here), also usable to cross-check
 // sockperf via ByName. Latencies are full round trips, connect included for crr.
@@ -61,7 +60,7 @@ func (cnibench) Parse(w Workload, stdout []byte) (Metrics, error) {
 	if len(trimmed) == 0 {
 		return nil, errors.New("cnibench agent output: empty stdout")
 	}
-	var r agent.Result
+	var r agentcmd.Result
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&r); err != nil {
 		return nil, fmt.Errorf("cnibench agent output: decoding JSON (%q): %w", excerpt(trimmed), err)
@@ -95,7 +94,7 @@ func (cnibench) Parse(w Workload, stdout []byte) (Metrics, error) {
 
 // Histogram implements HistogramSource: the agent's rr and crr clients bucket every latency.
 func (cnibench) Histogram(stdout []byte) (*stats.Hist, error) {
-	var r agent.Result
+	var r agentcmd.Result
 	if err := json.Unmarshal(bytes.TrimSpace(stdout), &r); err != nil {
 		return nil, fmt.Errorf("cnibench agent output: %w", err)
 	}

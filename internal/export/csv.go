@@ -8,7 +8,7 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // CSVHeader is the first row WriteCSV writes: the columns of every following row.
@@ -74,4 +74,4 @@ func sortedNames(m map[string]float64) []string {
 
 // sampleOK reports whether a sample belongs in the results: measured (not warm-up) and
 // successful, the same rule report.Summarize applies.
-func sampleOK(s store.Sample) bool { return !s.Warmup && s.Error == "" }
+func sampleOK(s record.Sample) bool { return !s.Warmup && s.Error == "" }

@@ -6,14 +6,13 @@ import (
 	"encoding/csv"
 	"errors"
 	runlabel "github.com/cnibench/cnibench/internal/label"
-	"os"
-	"path/filepath"
 	"reflect"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
@@ -45,14 +44,14 @@ func fill(t *testing.T) *store.DB {
 	failing := cell("cilium-vxlan", "cross-node", 12)
 	failing.Failed = 1
 	err := fixture.Add(ctx, db, fixture.Run{ID: runA, Started: t0(),
-		Targets: []store.Target{{Name: "bridge", Fingerprint: trickyFingerprint()}, {Name: "cilium-vxlan"}},
+		Targets: []record.Target{{Name: "bridge", Fingerprint: trickyFingerprint()}, {Name: "cilium-vxlan"}},
 		Cells:   []fixture.Cell{cell("bridge", "host-network", 20), cell("bridge", "cross-node", 10), failing}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = fixture.Add(ctx, db, fixture.Run{ID: runB, Started: t0().Add(24 * time.Hour), Status: store.StatusPartial,
+	err = fixture.Add(ctx, db, fixture.Run{ID: runB, Started: t0().Add(24 * time.Hour), Status: record.StatusPartial,
 		Labels:  map[string]string{"branch": "main", "commit": "0123abc"},
-		Targets: []store.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", "cross-node", 11)}})
+		Targets: []record.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", "cross-node", 11)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +176,7 @@ func TestList(t *testing.T) {
 	}
 	a := runs[1]
 	if !reflect.DeepEqual(a.Targets, []string{"bridge", "cilium-vxlan"}) || a.Samples != 16 || a.Failed != 1 ||
-		a.Warmup != 3 || a.Status != store.StatusComplete || a.Duration != 19*fixture.SampleInterval {
+		a.Warmup != 3 || a.Status != record.StatusComplete || a.Duration != 19*fixture.SampleInterval {
 		t.Errorf("run A: %+v", a)
 	}
 	var table, js bytes.Buffer
@@ -187,7 +186,7 @@ func TestList(t *testing.T) {
 	if err := WriteList(&js, "json", runs); err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"ID", runA, "bridge,cilium-vxlan", "16 (1 failed)", "3m10s", store.StatusPartial, "LABELS", "branch=main,commit=0123abc"} {
+	for _, want := range []string{"ID", runA, "bridge,cilium-vxlan", "16 (1 failed)", "3m10s", record.StatusPartial, "LABELS", "branch=main,commit=0123abc"} {
 		if !strings.Contains(table.String(), want) {
 			t.Errorf("table lacks %q:\n%s", want, table.String())
 		}
@@ -205,29 +204,6 @@ func TestList(t *testing.T) {
 	if err := WriteList(&js, "json", nil); err != nil || strings.TrimSpace(js.String()) != "[]" {
 		t.Errorf("empty list as json: %q, %v", js.String(), err)
 	}
-}
-
-func TestOpenExisting(t *testing.T) {
-	ctx := context.Background()
-	dir := t.TempDir()
-	for _, loc := range []string{filepath.Join(dir, "missing.db"), dir, dir + "/", "sqlite://" + filepath.Join(dir, "x.db")} {
-		if _, err := OpenExisting(ctx, loc); !errors.Is(err, ErrNoStore) {
-			t.Errorf("OpenExisting(%q): err = %v, want ErrNoStore", loc, err)
-		}
-	}
-	if entries, _ := os.ReadDir(dir); len(entries) != 0 {
-		t.Errorf("OpenExisting created %v", entries)
-	}
-	db, err := store.Open(ctx, dir)
-	if err != nil {
-		t.Fatal(err)
-	}
-	db.Close()
-	db, err = OpenExisting(ctx, dir)
-	if err != nil {
-		t.Fatalf("OpenExisting(existing directory store): %v", err)
-	}
-	db.Close()
 }
 
 func TestWriteUnknownFormat(t *testing.T) {

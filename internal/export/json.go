@@ -6,7 +6,7 @@ import (
 	"io"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // JSONFormat identifies the layout WriteJSON writes; ReadJSON refuses any other, so that a
@@ -44,7 +44,7 @@ type RunJSON struct {
 }
 
 // NewRunJSON is the JSON form of a run, its times in UTC.
-func NewRunJSON(r store.Run) RunJSON {
+func NewRunJSON(r record.Run) RunJSON {
 	j := RunJSON{ID: r.ID, Started: r.Started.UTC(), Status: r.Status, Seed: r.Seed, Version: r.Version, Note: r.Note, Suite: r.Suite, Labels: r.Labels}
 	if !r.Finished.IsZero() {
 		f := r.Finished.UTC()
@@ -60,7 +60,7 @@ type TargetJSON struct {
 }
 
 // NewTargetsJSON is the JSON form of a run's targets: an empty fingerprint is an empty object.
-func NewTargetsJSON(targets []store.Target) []TargetJSON {
+func NewTargetsJSON(targets []record.Target) []TargetJSON {
 	out := []TargetJSON{}
 	for _, t := range targets {
 		fp := t.Fingerprint
@@ -128,7 +128,7 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 	if doc.Format != JSONFormat && doc.Format != jsonFormatV1 {
 		return Bundle{}, fmt.Errorf("read json export: format %q, expected %q", doc.Format, JSONFormat)
 	}
-	b := Bundle{Run: store.Run{ID: doc.Run.ID, Started: doc.Run.Started.UTC(), Status: doc.Run.Status,
+	b := Bundle{Run: record.Run{ID: doc.Run.ID, Started: doc.Run.Started.UTC(), Status: doc.Run.Status,
 		Suite: doc.Run.Suite, Seed: doc.Run.Seed, Version: doc.Run.Version, Note: doc.Run.Note, Labels: doc.Run.Labels}}
 	if doc.Run.Finished != nil {
 		b.Run.Finished = doc.Run.Finished.UTC()
@@ -138,10 +138,10 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 		if len(fp) == 0 {
 			fp = nil
 		}
-		b.Targets = append(b.Targets, store.Target{RunID: b.Run.ID, Name: t.Name, Fingerprint: fp})
+		b.Targets = append(b.Targets, record.Target{RunID: b.Run.ID, Name: t.Name, Fingerprint: fp})
 	}
 	for _, s := range doc.Samples {
-		b.Samples = append(b.Samples, store.Sample{RunID: b.Run.ID, Seq: s.Seq, Round: s.Round, Warmup: s.Warmup,
+		b.Samples = append(b.Samples, record.Sample{RunID: b.Run.ID, Seq: s.Seq, Round: s.Round, Warmup: s.Warmup,
 			Target: s.Target, Path: s.Path, Workload: s.Workload, Pairs: max(s.Pairs, 1), Flags: s.Flags, Started: s.Started.UTC(),
 			Duration: time.Duration(s.DurationNS), Metrics: orNil(s.Metrics), Resources: orNil(s.Resources),
 			Raw: s.Raw, Error: s.Error})

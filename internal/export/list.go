@@ -10,13 +10,14 @@ import (
 	"time"
 
 	runlabel "github.com/cnibench/cnibench/internal/label"
-	"github.com/cnibench/cnibench/internal/store"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // Lister is a Source that can also list every run.
 type Lister interface {
 	Source
-	Runs(ctx context.Context) ([]store.Run, error)
+	Runs(ctx context.Context) ([]record.Run, error)
 }
 
 // Interrupted is the status the list shows for a run that stopped before its end, whether it

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // MetricPrefix starts the name of every OpenMetrics family WriteOpenMetrics writes.
@@ -104,11 +104,11 @@ type family struct {
 	metric  string // the stored name
 	name    string // the OpenMetrics family name
 	unit    string // base unit for # UNIT, or empty
-	samples []store.Sample
+	samples []record.Sample
 }
 
 // value returns the family's value in a sample that has it.
-func (f family) value(s store.Sample) float64 {
+func (f family) value(s record.Sample) float64 {
 	if v, ok := s.Metrics[f.metric]; ok {
 		return v
 	}
@@ -119,7 +119,7 @@ func (f family) value(s store.Sample) float64 {
 // name. Two stored names that map to one family name, or a name stored both as a metric
 // and as a resource of one sample, would make two points of one series, which OpenMetrics
 // forbids; they are reported rather than silently dropped.
-func gaugeFamilies(samples []store.Sample) ([]family, error) {
+func gaugeFamilies(samples []record.Sample) ([]family, error) {
 	byName := map[string]*family{}
 	for _, s := range samples {
 		if !sampleOK(s) {
@@ -206,8 +206,8 @@ func (c cellSummary) stat(name string) float64 {
 
 // summariesByMetric computes the summary rows (as report.Summarize, the same figures
 // `results show` prints) grouped by metric, each with its cell's last sample time.
-func summariesByMetric(samples []store.Sample) map[string][]cellSummary {
-	last := map[store.Cell]time.Time{}
+func summariesByMetric(samples []record.Sample) map[string][]cellSummary {
+	last := map[record.Cell]time.Time{}
 	for _, s := range samples {
 		if c := s.Cell(); sampleOK(s) && s.Started.After(last[c]) {
 			last[c] = s.Started
@@ -241,7 +241,7 @@ func helpText(metric string, spec catalog.Spec, known bool, stat string) string 
 // targetLabels are the labels of a target's info point: run, target, then its fingerprint by
 // key. Keys are sanitized into label names; a key that would then clash with an earlier
 // label, or start with the reserved "__", is left out (the JSON export has every key).
-func targetLabels(runID string, t store.Target) []label {
+func targetLabels(runID string, t record.Target) []label {
 	labels := []label{{"run", runID}, {"target", t.Name}}
 	seen := map[string]bool{"run": true, "target": true}
 	keys := make([]string, 0, len(t.Fingerprint))

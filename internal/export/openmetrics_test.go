@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // omParser parses OpenMetrics text from stdin with prometheus_client's parser and prints the
@@ -107,7 +107,7 @@ func TestOpenMetrics(t *testing.T) {
 }
 
 func checkOpenMetrics(t *testing.T, b Bundle, fams map[string]omFamily) {
-	bySeq := map[string]store.Sample{}
+	bySeq := map[string]record.Sample{}
 	for _, s := range b.Samples {
 		bySeq[fmt.Sprint(s.Seq)] = s
 	}
@@ -183,9 +183,9 @@ func checkOpenMetrics(t *testing.T, b Bundle, fams map[string]omFamily) {
 func TestOpenMetricsEscaping(t *testing.T) {
 	tricky := "a\"b\\c\nd}e,f=g"
 	started := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	b := Bundle{Run: store.Run{ID: "r1", Started: started, Status: "complete", Version: tricky},
-		Targets: []store.Target{{Name: tricky, Fingerprint: map[string]string{"9-key.x": tricky, "__reserved": "x"}}},
-		Samples: []store.Sample{{Seq: 1, Round: 1, Target: tricky, Path: tricky, Workload: tricky, Started: started,
+	b := Bundle{Run: record.Run{ID: "r1", Started: started, Status: "complete", Version: tricky},
+		Targets: []record.Target{{Name: tricky, Fingerprint: map[string]string{"9-key.x": tricky, "__reserved": "x"}}},
+		Samples: []record.Sample{{Seq: 1, Round: 1, Target: tricky, Path: tricky, Workload: tricky, Started: started,
 			Metrics: map[string]float64{"weird-name.total": 1e300, "small": 1.5e-300, "zero": 0}}}}
 	var buf bytes.Buffer
 	if err := WriteOpenMetrics(&buf, b); err != nil {
@@ -212,7 +212,7 @@ func TestOpenMetricsEscaping(t *testing.T) {
 }
 
 func TestOpenMetricsNameClash(t *testing.T) {
-	b := Bundle{Run: store.Run{ID: "r1"}, Samples: []store.Sample{{Seq: 1, Target: "t",
+	b := Bundle{Run: record.Run{ID: "r1"}, Samples: []record.Sample{{Seq: 1, Target: "t",
 		Metrics: map[string]float64{"a-b": 1, "a.b": 2}}}}
 	err := WriteOpenMetrics(&bytes.Buffer{}, b)
 	if err == nil || !strings.Contains(err.Error(), "cnibench_a_b") {

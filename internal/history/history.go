@@ -18,14 +18,14 @@ import (
 	"github.com/cnibench/cnibench/internal/changepoint"
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // Store is what history reads: the runs, and each run's targets and samples.
 type Store interface {
 	export.Source
-	Runs(ctx context.Context) ([]store.Run, error)
+	Runs(ctx context.Context) ([]record.Run, error)
 }
 
 // Options selects the series.
@@ -115,7 +115,7 @@ func BuildCounted(ctx context.Context, src Store, o Options) ([]Series, int, err
 	}
 	type seriesKey struct {
 		target string
-		cell   store.Cell
+		cell   record.Cell
 		metric string
 	}
 	points := map[seriesKey][]Point{}
@@ -129,7 +129,7 @@ func BuildCounted(ctx context.Context, src Store, o Options) ([]Series, int, err
 				continue
 			}
 			for _, m := range o.metricsOf(c, byMetric) {
-				k := seriesKey{c.Target, store.Cell{Path: c.Path, Workload: c.Workload, Pairs: c.Pairs}, m}
+				k := seriesKey{c.Target, record.Cell{Path: c.Path, Workload: c.Workload, Pairs: c.Pairs}, m}
 				points[k] = append(points[k], Point{Run: r.ID, Started: r.Started, Labels: r.Labels,
 					Mean: stats.Summarize(byMetric[m]).Mean, N: len(byMetric[m])})
 			}
@@ -159,14 +159,14 @@ func BuildCounted(ctx context.Context, src Store, o Options) ([]Series, int, err
 }
 
 // selectRuns are the complete runs the options select, oldest first.
-func selectRuns(ctx context.Context, src Store, o Options) ([]store.Run, error) {
+func selectRuns(ctx context.Context, src Store, o Options) ([]record.Run, error) {
 	all, err := src.Runs(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
 	}
-	var runs []store.Run
+	var runs []record.Run
 	for _, r := range all {
-		if r.Status == store.StatusComplete && o.Selector.Matches(r.Labels) && (o.Until.IsZero() || !r.Started.After(o.Until)) {
+		if r.Status == record.StatusComplete && o.Selector.Matches(r.Labels) && (o.Until.IsZero() || !r.Started.After(o.Until)) {
 			runs = append(runs, r)
 		}
 	}
@@ -178,8 +178,8 @@ func selectRuns(ctx context.Context, src Store, o Options) ([]store.Run, error) 
 }
 
 // means groups a run's measured, successful values by cell and metric.
-func means(samples []store.Sample) map[store.Cell]map[string][]float64 {
-	out := map[store.Cell]map[string][]float64{}
+func means(samples []record.Sample) map[record.Cell]map[string][]float64 {
+	out := map[record.Cell]map[string][]float64{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" {
 			continue
@@ -198,14 +198,14 @@ func means(samples []store.Sample) map[store.Cell]map[string][]float64 {
 }
 
 // wants says whether the options select a cell.
-func (o Options) wants(c store.Cell) bool {
+func (o Options) wants(c record.Cell) bool {
 	return (o.Target == "" || o.Target == c.Target) && (o.Path == "" || o.Path == c.Path) &&
 		(o.Workload == "" || o.Workload == c.Workload || analysis.WorkloadKind(c.Workload) == o.Workload)
 }
 
 // metricsOf are the metrics followed in a cell: those asked for that it has, or its verdict
 // metric.
-func (o Options) metricsOf(c store.Cell, byMetric map[string][]float64) []string {
+func (o Options) metricsOf(c record.Cell, byMetric map[string][]float64) []string {
 	if len(o.Metrics) == 0 {
 		if m := analysis.VerdictMetric(c.Workload, byMetric); m != "" {
 			return []string{m}
@@ -266,7 +266,7 @@ func (st Step) size(unit string) string {
 // ForRun is the history a report of run shows: each of its targets' cells (their verdict
 // metrics) over the complete runs the selector picks that started no later than it, where the
 // store holds at least two such runs.
-func ForRun(ctx context.Context, src Store, run store.Run, targets []string, sel label.Selector) ([]Series, error) {
+func ForRun(ctx context.Context, src Store, run record.Run, targets []string, sel label.Selector) ([]Series, error) {
 	all, err := Build(ctx, src, Options{Selector: sel, Until: run.Started})
 	if err != nil {
 		return nil, err

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
@@ -38,13 +39,13 @@ func nightly(t *testing.T, runs int, drop float64) *store.DB {
 				"latency_p50_us": {lat, lat * 1.01, lat * 0.99}, "latency_p99_us": {2 * lat, 2 * lat, 2 * lat}}},
 		}
 		err := fixture.Add(context.Background(), db, fixture.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
-			Targets: []store.Target{{Name: "local"}}, Cells: cells, Labels: map[string]string{"branch": "main", "commit": fmt.Sprintf("c%02d", i)}})
+			Targets: []record.Target{{Name: "local"}}, Cells: cells, Labels: map[string]string{"branch": "main", "commit": fmt.Sprintf("c%02d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another branch's run, far off, which the selector leaves out.
-	err := fixture.Add(context.Background(), db, fixture.Run{ID: "dev-1", Started: t0.Add(100 * time.Hour), Targets: []store.Target{{Name: "local"}},
+	err := fixture.Add(context.Background(), db, fixture.Run{ID: "dev-1", Started: t0.Add(100 * time.Hour), Targets: []record.Target{{Name: "local"}},
 		Cells: []fixture.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1", Metrics: map[string][]float64{
 			"throughput_gbps": {1, 1, 1}}}}, Labels: map[string]string{"branch": "dev"}})
 	if err != nil {

@@ -12,8 +12,8 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/changepoint"
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // aaRun is the real A/A run of the default suite (internal/compare's calibration data).
@@ -39,7 +39,7 @@ func aaCells(t *testing.T) []cellRounds {
 	}
 	byCell := map[string]map[string][]float64{}
 	for _, s := range b.Samples {
-		if s.Warmup || s.Round == 0 || s.Error != "" || s.Path == store.SetupPath {
+		if s.Warmup || s.Round == 0 || s.Error != "" || s.Path == record.SetupPath {
 			continue
 		}
 		k := s.Path + " " + s.Workload

@@ -6,7 +6,7 @@ import (
 	"io"
 	"strings"
 
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // Write renders the series as a table (a verdict line first, then each series with its
@@ -60,7 +60,7 @@ func writeTable(w io.Writer, series []Series, runs int) error {
 }
 
 func workloadLabel(s Series) string {
-	return store.Cell{Workload: s.Workload, Pairs: s.Pairs}.WorkloadLabel()
+	return record.Cell{Workload: s.Workload, Pairs: s.Pairs}.WorkloadLabel()
 }
 
 // spark draws the series in eight levels between its minimum and maximum, a bar at each

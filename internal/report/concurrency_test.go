@@ -13,7 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -31,12 +31,12 @@ func concurrencyWorkloads() []string { return []string{"tcp-stream/1", "tcp-rr/6
 func concurrencyDocument(targets []string, reps int, seed uint64) Document {
 	rng := rand.New(rand.NewPCG(seed, 11))
 	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
-	d := Document{Run: store.Run{ID: "20260314-092653-cc01", Started: start, Finished: start.Add(time.Hour), Status: store.StatusComplete}}
+	d := Document{Run: record.Run{ID: "20260314-092653-cc01", Started: start, Finished: start.Add(time.Hour), Status: record.StatusComplete}}
 	paths := map[string]float64{suite.HostNetwork: 1, suite.CrossNode: 0.7}
-	var samples []store.Sample
+	var samples []record.Sample
 	seq := 0
 	for _, t := range targets {
-		d.Targets = append(d.Targets, store.Target{RunID: d.Run.ID, Name: t, Fingerprint: map[string]string{"cluster": t}})
+		d.Targets = append(d.Targets, record.Target{RunID: d.Run.ID, Name: t, Fingerprint: map[string]string{"cluster": t}})
 		for _, p := range []string{suite.HostNetwork, suite.CrossNode} {
 			for _, w := range concurrencyWorkloads() {
 				for _, n := range concurrencyLevels() {
@@ -48,7 +48,7 @@ func concurrencyDocument(targets []string, reps int, seed uint64) Document {
 							m[catalog.Fairness] = 1 - 0.3*rng.Float64()*float64(n)/40
 						}
 						seq++
-						samples = append(samples, store.Sample{RunID: d.Run.ID, Seq: seq, Round: round, Warmup: round == 0,
+						samples = append(samples, record.Sample{RunID: d.Run.ID, Seq: seq, Round: round, Warmup: round == 0,
 							Target: t, Path: p, Workload: w, Pairs: n, Metrics: m, Resources: r})
 					}
 				}

@@ -20,7 +20,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/engine"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -74,12 +74,12 @@ func synthDocument(runID string, targets, paths []string, reps int, seed uint64)
 	rng := rand.New(rand.NewPCG(seed, 7))
 	speedOf := map[string]float64{suite.HostNetwork: 1, suite.SameNode: 1.25, suite.CrossNode: 0.7, suite.PodToService: 0.6, suite.Localhost: 1.8}
 	start := time.Date(2026, 3, 14, 9, 26, 53, 0, time.UTC)
-	d := Document{Run: store.Run{ID: runID, Started: start, Finished: start.Add(47 * time.Minute), Status: store.StatusComplete,
+	d := Document{Run: record.Run{ID: runID, Started: start, Finished: start.Add(47 * time.Minute), Status: record.StatusComplete,
 		Suite: "paths: [host-network, same-node]\nrepetitions: 5\n# a <b>comment</b>\n", Seed: 42, Version: "v0.1.0-test"}}
-	var samples []store.Sample
+	var samples []record.Sample
 	seq := 0
 	for ti, t := range targets {
-		d.Targets = append(d.Targets, store.Target{RunID: runID, Name: t, Fingerprint: map[string]string{
+		d.Targets = append(d.Targets, record.Target{RunID: runID, Name: t, Fingerprint: map[string]string{
 			"cluster": t, "kubernetes_version": "v1.34.2", "cni": []string{"flannel", "cilium", "bridge"}[ti%3],
 			"kube_proxy_mode": "iptables", "node_a_kernel": "6.1.0-28-amd64", "pod_mtu": fmt.Sprint(1450 + 50*(ti%2)),
 			"offload_gro": "on", "cpu_model": "AMD EPYC 7B13",
@@ -94,13 +94,13 @@ func synthDocument(runID string, targets, paths []string, reps int, seed uint64)
 				for round := 0; round <= reps; round++ {
 					m, r := synthMetrics(w, speed, rng)
 					seq++
-					samples = append(samples, store.Sample{RunID: runID, Seq: seq, Round: round, Warmup: round == 0,
+					samples = append(samples, record.Sample{RunID: runID, Seq: seq, Round: round, Warmup: round == 0,
 						Target: t, Path: p, Workload: w, Metrics: m, Resources: r})
 				}
 			}
 		}
 	}
-	samples = append(samples, store.Sample{RunID: runID, Seq: seq + 1, Round: 1, Target: targets[0], Path: paths[len(paths)-1],
+	samples = append(samples, record.Sample{RunID: runID, Seq: seq + 1, Round: 1, Target: targets[0], Path: paths[len(paths)-1],
 		Workload: "tcp-stream/1", Error: "iperf3: connection refused"})
 	d.Rows, d.Verdict = analysis.Summarize(samples), analysis.Verdict(samples)
 	return d

@@ -6,19 +6,19 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // TestTableIntervalsInsideTheDomain: a latency cell of two distant samples has a t-interval
 // reaching below zero; the table prints it clipped at zero, marked, with the legend.
 func TestTableIntervalsInsideTheDomain(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	for i, v := range []float64{1211, 3900} {
-		samples = append(samples, store.Sample{Seq: i, Round: 1, Target: "local", Path: "same-node", Workload: "tcp-rr/64B",
+		samples = append(samples, record.Sample{Seq: i, Round: 1, Target: "local", Path: "same-node", Workload: "tcp-rr/64B",
 			Metrics: map[string]float64{"latency_p50_us": v}})
 	}
 	for i, v := range []float64{413, 420, 4617, 4600, 430, 4580} {
-		samples = append(samples, store.Sample{Seq: 10 + i, Round: 1, Target: "local", Path: "host-network", Workload: "tcp-crr/1",
+		samples = append(samples, record.Sample{Seq: 10 + i, Round: 1, Target: "local", Path: "host-network", Workload: "tcp-crr/1",
 			Metrics: map[string]float64{"connections_per_s": v}})
 	}
 	rows := analysis.Summarize(samples)

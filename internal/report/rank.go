@@ -7,7 +7,7 @@ import (
 	"strings"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // rankingLegend says what a ranking line's figures are.
@@ -29,7 +29,7 @@ func WriteRanking(w io.Writer, groups []analysis.RankGroup) {
 		for _, e := range g.Entries {
 			parts = append(parts, entryText(e, g.Margin))
 		}
-		label := store.Cell{Workload: g.Workload, Pairs: g.Pairs}.WorkloadLabel()
+		label := record.Cell{Workload: g.Workload, Pairs: g.Pairs}.WorkloadLabel()
 		fmt.Fprintf(w, "  %-22s %-14s %s [%s, %s]: %s\n", label, g.Path, g.Metric, g.Unit, dir, strings.Join(parts, " | "))
 	}
 }

@@ -6,24 +6,24 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
-func rankSamples(target, metric string, values ...float64) []store.Sample {
-	var out []store.Sample
+func rankSamples(target, metric string, values ...float64) []record.Sample {
+	var out []record.Sample
 	for i, v := range values {
-		out = append(out, store.Sample{Seq: i, Round: i + 1, Target: target, Path: "cross-node", Workload: "tcp-stream/1",
+		out = append(out, record.Sample{Seq: i, Round: i + 1, Target: target, Path: "cross-node", Workload: "tcp-stream/1",
 			Metrics: map[string]float64{metric: v}})
 	}
 	return out
 }
 
 func TestRankOrdersTargetsAndTestsThemAgainstTheBest(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	samples = append(samples, rankSamples("fast", "throughput_gbps", 10.1, 9.9, 10.0, 10.2, 9.8, 10.0)...)
 	samples = append(samples, rankSamples("close", "throughput_gbps", 9.7, 10.3, 9.9, 10.1, 9.8, 9.9)...)
 	samples = append(samples, rankSamples("slow", "throughput_gbps", 7.0, 7.1, 6.9, 7.2, 6.8, 7.0)...)
-	samples = append(samples, store.Sample{Target: "slow", Path: "cross-node", Workload: "tcp-stream/1", Warmup: true,
+	samples = append(samples, record.Sample{Target: "slow", Path: "cross-node", Workload: "tcp-stream/1", Warmup: true,
 		Metrics: map[string]float64{"throughput_gbps": 100}}) // a warm-up must not count
 	groups := analysis.Rank(samples)
 	if len(groups) != 1 {
@@ -50,7 +50,7 @@ func TestRankOrdersTargetsAndTestsThemAgainstTheBest(t *testing.T) {
 }
 
 func TestRankLowerIsBetterAndSingleTarget(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	samples = append(samples, rankSamples("a", "latency_p50_us", 50, 51, 49, 50, 52)...)
 	samples = append(samples, rankSamples("b", "latency_p50_us", 30, 31, 29, 30, 32)...)
 	for i := range samples {

@@ -9,13 +9,13 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/mdtext"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
 // referenceOf sets the study a run's suite reproduces beside its samples; nil for a suite
 // without one (or a stored suite that no longer parses).
-func referenceOf(run store.Run, samples []store.Sample) *analysis.ReferenceTable {
+func referenceOf(run record.Run, samples []record.Sample) *analysis.ReferenceTable {
 	s, err := suite.Parse([]byte(run.Suite))
 	if err != nil || s.Reference == nil {
 		return nil
@@ -26,7 +26,7 @@ func referenceOf(run store.Run, samples []store.Sample) *analysis.ReferenceTable
 // referenceCells are a row's cells: the figure, the study's value, the run's with its
 // interval, their ratio and the direction.
 func referenceCells(r analysis.ReferenceRow) []string {
-	workload := store.Cell{Workload: r.Workload, Pairs: r.Pairs}.WorkloadLabel()
+	workload := record.Cell{Workload: r.Workload, Pairs: r.Pairs}.WorkloadLabel()
 	figure := fmt.Sprintf("%s %s %s %s", r.Target, r.Path, workload, r.Metric)
 	study := analysis.Num(r.Value) + " " + r.Unit
 	if r.Against != "" {
@@ -64,7 +64,7 @@ func referenceHeader() []string {
 }
 
 // setupLine says what this run ran on, for the reader weighing it against the study's setup.
-func setupLine(targets []store.Target) string {
+func setupLine(targets []record.Target) string {
 	var parts []string
 	for _, t := range targets {
 		fp := t.Fingerprint
@@ -83,7 +83,7 @@ func setupLine(targets []store.Target) string {
 }
 
 // writeReference prints the study's figures beside the run's, after the verdict.
-func writeReference(w io.Writer, t *analysis.ReferenceTable, targets []store.Target) {
+func writeReference(w io.Writer, t *analysis.ReferenceTable, targets []record.Target) {
 	if t == nil {
 		return
 	}
@@ -97,7 +97,7 @@ func writeReference(w io.Writer, t *analysis.ReferenceTable, targets []store.Tar
 }
 
 // writeReferenceMarkdown is writeReference as a Markdown section.
-func writeReferenceMarkdown(w io.Writer, t *analysis.ReferenceTable, targets []store.Target) {
+func writeReferenceMarkdown(w io.Writer, t *analysis.ReferenceTable, targets []record.Target) {
 	if t == nil {
 		return
 	}
@@ -144,7 +144,7 @@ type htmlRef struct {
 	Rows         [][]string
 }
 
-func htmlReference(t *analysis.ReferenceTable, targets []store.Target) htmlRef {
+func htmlReference(t *analysis.ReferenceTable, targets []record.Target) htmlRef {
 	h := htmlRef{Study: t.Study, Setup: setupLine(targets), Head: referenceHeader()}
 	for _, r := range t.Rows {
 		h.Rows = append(h.Rows, referenceCells(r))

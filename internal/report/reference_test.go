@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // A run of a suite that carries its study shows the study's figures beside its own, in the
@@ -22,15 +22,15 @@ reference:
     - {target: flannel, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.48}
     - {target: cilium, path: cross-node, workload: tcp-stream/1, metric: throughput_gbps, value: 1.53}
 `
-	run := store.Run{ID: "r1", Status: "complete", Suite: suiteYAML}
-	var samples []store.Sample
+	run := record.Run{ID: "r1", Status: "complete", Suite: suiteYAML}
+	var samples []record.Sample
 	for round := 1; round <= 4; round++ {
 		for target, v := range map[string]float64{"flannel": 5, "cilium": 6} {
-			samples = append(samples, store.Sample{RunID: "r1", Round: round, Target: target, Path: "cross-node", Workload: "tcp-stream/1",
+			samples = append(samples, record.Sample{RunID: "r1", Round: round, Target: target, Path: "cross-node", Workload: "tcp-stream/1",
 				Metrics: map[string]float64{catalog.Throughput: v + float64(round)/100}})
 		}
 	}
-	targets := []store.Target{{Name: "flannel", Fingerprint: map[string]string{"cni": "flannel", "node_a_cpus": "2", "pod_mtu": "1450"}}, {Name: "cilium"}}
+	targets := []record.Target{{Name: "flannel", Fingerprint: map[string]string{"cni": "flannel", "node_a_cpus": "2", "pod_mtu": "1450"}}, {Name: "cilium"}}
 	d := NewDocument(run, targets, samples)
 	var brief bytes.Buffer
 	if err := Brief(&brief, d); err != nil {

@@ -12,17 +12,17 @@ import (
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 	"sigs.k8s.io/yaml"
 )
 
 // Document is the machine-readable form of a run's results.
 type Document struct {
-	Run     store.Run      `json:"run"`
-	Targets []store.Target `json:"targets"`
-	Rows    []analysis.Row `json:"rows"`
+	Run     record.Run      `json:"run"`
+	Targets []record.Target `json:"targets"`
+	Rows    []analysis.Row  `json:"rows"`
 	// Ranking orders the targets on each headline metric (runs with several targets).
 	Ranking []analysis.RankGroup `json:"ranking,omitempty"`
 	// Verdict is each workload's headline answer (Verdict).
@@ -37,7 +37,7 @@ type Document struct {
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
-func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) Document {
+func NewDocument(run record.Run, targets []record.Target, samples []record.Sample) Document {
 	names := make([]string, len(targets))
 	for i, t := range targets {
 		names[i] = t.Name
@@ -56,7 +56,7 @@ func NewDocument(run store.Run, targets []store.Target, samples []store.Sample) 
 
 // marginOf is the equivalence margin of a run with a precision target, from its stored
 // suite; 0 for a run without one (or a suite that no longer parses).
-func marginOf(run store.Run) float64 {
+func marginOf(run record.Run) float64 {
 	s, err := suite.Parse([]byte(run.Suite))
 	if err != nil || s.Precision <= 0 {
 		return 0

@@ -8,26 +8,26 @@ import (
 	"unicode/utf8"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/testsupport/fixture"
 )
 
 // cellSamples makes n measured samples of one metric, plus a warm-up and a failed one that
 // the verdict must ignore.
-func cellSamples(target, path, workload, metric string, values []float64) []store.Sample {
-	out := []store.Sample{
+func cellSamples(target, path, workload, metric string, values []float64) []record.Sample {
+	out := []record.Sample{
 		{Target: target, Path: path, Workload: workload, Warmup: true, Metrics: map[string]float64{metric: 1e9}},
 		{Target: target, Path: path, Workload: workload, Round: 1, Error: "boom"},
 	}
 	for _, v := range values {
-		out = append(out, store.Sample{Target: target, Path: path, Workload: workload, Round: 1,
+		out = append(out, record.Sample{Target: target, Path: path, Workload: workload, Round: 1,
 			Metrics: map[string]float64{metric: v, "retransmits": 3}})
 	}
 	return out
 }
 
 func TestVerdictRanksTargets(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	samples = append(samples, cellSamples("bridge", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 10, 0.3))...)
 	samples = append(samples, cellSamples("cilium", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
 	samples = append(samples, cellSamples("flannel", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
@@ -53,7 +53,7 @@ func TestVerdictRanksTargets(t *testing.T) {
 }
 
 func TestVerdictPathsAgainstBaseline(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	samples = append(samples, cellSamples("local", "host-network", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20, 1))...)
 	samples = append(samples, cellSamples("local", "same-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20.2, 1))...)
 	samples = append(samples, cellSamples("local", "cross-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 30, 1))...)
@@ -72,7 +72,7 @@ func TestVerdictPathsAgainstBaseline(t *testing.T) {
 		t.Errorf("verdicts %v", verdicts)
 	}
 	var buf bytes.Buffer
-	doc := NewDocument(store.Run{ID: "r1"}, nil, samples)
+	doc := NewDocument(record.Run{ID: "r1"}, nil, samples)
 	if err := Brief(&buf, doc); err != nil {
 		t.Fatal(err)
 	}
@@ -137,13 +137,13 @@ func TestVerdictSaysWhatMoreRoundsBuy(t *testing.T) {
 // paired. A round one target missed (its sample failed) leaves the comparison unpaired.
 func TestVerdictPairsByRound(t *testing.T) {
 	swing := []float64{1.0, 0.8, 1.2, 0.9, 1.1}
-	var samples []store.Sample
+	var samples []record.Sample
 	for i, f := range swing {
 		for _, tg := range []struct {
 			name  string
 			speed float64
 		}{{"a", 10 * (1 + 0.003*float64(i%2))}, {"b", 9.5 * (1 - 0.003*float64(i%3))}} {
-			samples = append(samples, store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
+			samples = append(samples, record.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
 				Metrics: map[string]float64{"throughput_gbps": tg.speed * f}})
 		}
 	}
@@ -157,7 +157,7 @@ func TestVerdictPairsByRound(t *testing.T) {
 		t.Errorf("verdict text:\n%s", buf.String())
 	}
 	// JSON says so too.
-	data, err := json.Marshal(jsonSafe(NewDocument(store.Run{ID: "r"}, nil, samples)))
+	data, err := json.Marshal(jsonSafe(NewDocument(record.Run{ID: "r"}, nil, samples)))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -191,7 +191,7 @@ func TestVerdictPairsByRound(t *testing.T) {
 // the loss level (±0.02 pp near 0.2 % loss at the default 2 %, not the ±2 pp that read every
 // small loss as equivalent); a run without one prints no margin.
 func TestVerdictPrintsEquivalenceMargin(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	for i := range 16 {
 		swing := 1 + 0.05*float64(i%4-2)
 		for _, tg := range []struct {
@@ -199,14 +199,14 @@ func TestVerdictPrintsEquivalenceMargin(t *testing.T) {
 			gbps, pct float64
 		}{{"a", 10, 0.2}, {"b", 10 * (1 + 0.002*float64(i%3-1)), 0.2 + 0.001*float64(i%3-1)}} {
 			samples = append(samples,
-				store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
+				record.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "tcp-stream/1",
 					Metrics: map[string]float64{"throughput_gbps": tg.gbps * swing}},
-				store.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "udp-stream/1300B@500M",
+				record.Sample{RunID: "r", Round: i + 1, Target: tg.name, Path: "cross-node", Workload: "udp-stream/1300B@500M",
 					Metrics: map[string]float64{"loss_pct": tg.pct * swing, "throughput_gbps": 0.5}})
 		}
 	}
 	var buf bytes.Buffer
-	if err := Brief(&buf, NewDocument(store.Run{ID: "r", Suite: "precision: 5%\n"}, nil, samples)); err != nil {
+	if err := Brief(&buf, NewDocument(record.Run{ID: "r", Suite: "precision: 5%\n"}, nil, samples)); err != nil {
 		t.Fatal(err)
 	}
 	out := buf.String()
@@ -216,7 +216,7 @@ func TestVerdictPrintsEquivalenceMargin(t *testing.T) {
 		}
 	}
 	buf.Reset()
-	if err := Brief(&buf, NewDocument(store.Run{ID: "r"}, nil, samples)); err != nil {
+	if err := Brief(&buf, NewDocument(record.Run{ID: "r"}, nil, samples)); err != nil {
 		t.Fatal(err)
 	}
 	if strings.Contains(buf.String(), "within") {

@@ -6,7 +6,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -21,7 +21,7 @@ type VerdictRow struct {
 // Title names what a verdict line compares: the workload, where, and the metric with its unit
 // and direction.
 func lineTitle(l analysis.VerdictLine) string {
-	label := store.Cell{Workload: l.Workload, Pairs: l.Pairs}.WorkloadLabel()
+	label := record.Cell{Workload: l.Workload, Pairs: l.Pairs}.WorkloadLabel()
 	where := "by path"
 	if l.Path != "" {
 		where = "on " + l.Path

@@ -12,7 +12,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -90,8 +90,8 @@ func missOf(l analysis.VerdictLine, e analysis.Ranked) Miss {
 // catalog.ProgressOrder it has) against target, a fraction of the mean: warm-up, failed
 // and flagged samples do not count. It returns the cells that miss it and how many cells
 // there are.
-func Precision(samples []store.Sample, target float64) (misses []Miss, cells int) {
-	values := map[store.Cell]map[string][]float64{}
+func Precision(samples []record.Sample, target float64) (misses []Miss, cells int) {
+	values := map[record.Cell]map[string][]float64{}
 	for _, s := range samples {
 		if s.Warmup || s.Error != "" || len(s.Flags) > 0 || s.Path == SetupPath {
 			continue
@@ -184,7 +184,7 @@ func (r *run) adapt(ctx context.Context, byName map[string]*target, res *Result)
 // check is the precision loop's test after a round: the figures wider than target, the
 // comparisons untestable or undecided at margin, and the groups that met all of it on fewer
 // than confirmRounds checks in a row (held counts them between checks). No miss: stop.
-func check(samples []store.Sample, target, margin float64, held map[group]int) (misses []Miss, cells int) {
+func check(samples []record.Sample, target, margin float64, held map[group]int) (misses []Miss, cells int) {
 	misses, cells = Precision(samples, target)
 	lines := analysis.Verdict(samples)
 	misses = append(misses, untestableMisses(lines)...)
@@ -195,7 +195,7 @@ func check(samples []store.Sample, target, margin float64, held map[group]int) (
 // unconfirmed counts, for every measured group, the consecutive checks it met the target on,
 // and returns the misses plus a confirming miss for each group that met it on fewer than
 // confirmRounds checks in a row.
-func unconfirmed(misses []Miss, samples []store.Sample, held map[group]int) []Miss {
+func unconfirmed(misses []Miss, samples []record.Sample, held map[group]int) []Miss {
 	missed := map[group]bool{}
 	for _, m := range misses {
 		missed[group{m.Path, m.Workload, max(m.Pairs, 1)}] = true
@@ -264,7 +264,7 @@ func (r *run) reportMisses(misses []Miss, cells int, target float64, rounds int,
 		case !math.IsNaN(m.RelCI):
 			reached = fmt.Sprintf("±%.3g %%", m.RelCI*100)
 		}
-		label := store.Cell{Workload: m.Workload, Pairs: m.Pairs}.WorkloadLabel()
+		label := record.Cell{Workload: m.Workload, Pairs: m.Pairs}.WorkloadLabel()
 		// A comparison of one target's paths names no target.
 		r.progress("  %s %s %s: %s (n=%d)", strings.TrimSpace(m.Target+" "+m.Path), label, m.Metric, reached, m.N)
 	}

@@ -6,16 +6,16 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-func sample(target, path, workload string, metric string, v float64) store.Sample {
-	return store.Sample{Target: target, Path: path, Workload: workload, Pairs: 1, Round: 1, Metrics: map[string]float64{metric: v}}
+func sample(target, path, workload string, metric string, v float64) record.Sample {
+	return record.Sample{Target: target, Path: path, Workload: workload, Pairs: 1, Round: 1, Metrics: map[string]float64{metric: v}}
 }
 
 func TestPrecision(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	// Throughput within ±1 %; latency spread ±30 %.
 	for _, v := range []float64{10, 10.1, 9.9, 10.05, 9.95} {
 		samples = append(samples, sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", v))
@@ -25,7 +25,7 @@ func TestPrecision(t *testing.T) {
 	}
 	// A flagged and a failed sample would spoil the throughput if they counted.
 	flagged := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 2)
-	flagged.Flags = []string{store.FlagSkew}
+	flagged.Flags = []string{record.FlagSkew}
 	failed := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 0)
 	failed.Error = "boom"
 	warm := sample("a", "cross-node", "tcp-stream/1", "throughput_gbps", 50)
@@ -88,7 +88,7 @@ func TestExtraRound(t *testing.T) {
 // cannot reach p < 0.05), four are; and a group that meets the target is confirmed on a second
 // check before it stops.
 func TestPrecisionWaitsForTestableAndConfirmed(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	add := func(n int) {
 		for i := 0; i < n; i++ {
 			samples = append(samples,
@@ -124,7 +124,7 @@ func TestPrecisionWaitsForTestableAndConfirmed(t *testing.T) {
 // Setup figures of two targets (pods per round: one a round) are untestable at three rounds
 // too, but no round adds them alone: they must not become misses that no step can serve.
 func TestUntestableSetupFiguresAreNotMisses(t *testing.T) {
-	var samples []store.Sample
+	var samples []record.Sample
 	for i := 0; i < 3; i++ {
 		for _, tg := range []string{"a", "b"} {
 			samples = append(samples, sample(tg, SetupPath, "pod-startup", "pod_ready_p50_ms", 300+float64(i)+map[string]float64{"a": 0, "b": 50}[tg]))
@@ -155,8 +155,8 @@ func TestCountedOncePerFigure(t *testing.T) {
 // A comparison is decided when its targets differ beyond doubt or lie within the margin of
 // each other; in between it is a miss that names its reference and its interval.
 func TestUndecidedComparisons(t *testing.T) {
-	build := func(b []float64) []store.Sample {
-		var out []store.Sample
+	build := func(b []float64) []record.Sample {
+		var out []record.Sample
 		for i, v := range b {
 			for tg, x := range map[string]float64{"a": 10, "b": v} {
 				s := sample(tg, suite.CrossNode, "tcp-stream/1", "throughput_gbps", x*(1+0.001*float64(i)))

@@ -7,7 +7,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -18,7 +18,7 @@ import (
 // margin while not significant) would have stopped the comparison on equivalence at some look.
 func equivalentAtSomeLook(r *rand.Rand, cv, ratio, margin float64, nmax int) (now, before bool) {
 	sigma := math.Sqrt(math.Log1p(cv * cv))
-	var samples []store.Sample
+	var samples []record.Sample
 	for round := 1; round <= nmax; round++ {
 		common := sigma * r.NormFloat64()
 		for _, tg := range []struct {
@@ -26,7 +26,7 @@ func equivalentAtSomeLook(r *rand.Rand, cv, ratio, margin float64, nmax int) (no
 			mean float64
 		}{{"a", 1}, {"b", ratio}} {
 			v := tg.mean * math.Exp(common+sigma*r.NormFloat64()-sigma*sigma/2)
-			samples = append(samples, store.Sample{RunID: "sim", Round: round, Target: tg.name, Path: suite.CrossNode,
+			samples = append(samples, record.Sample{RunID: "sim", Round: round, Target: tg.name, Path: suite.CrossNode,
 				Workload: "tcp-stream/1", Pairs: 1, Metrics: map[string]float64{catalog.Throughput: v}})
 		}
 		if round < 3 {

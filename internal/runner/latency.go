@@ -9,16 +9,15 @@ import (
 	"strings"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"k8s.io/apimachinery/pkg/util/wait"
 )
 
-// SetupPath is the path of the samples that time how a target was set up (store.SetupPath).
-const SetupPath = store.SetupPath
+// SetupPath is the path of the samples that time how a target was set up (record.SetupPath).
+const SetupPath = record.SetupPath
 
 // Workloads of the setup samples.
 const (
@@ -40,7 +39,7 @@ const probeTimeout = 250 * time.Millisecond
 
 // addSetup records one setup figure set of the target, stored once the target is.
 func (tg *target) addSetup(workload string, pairs int, m map[string]float64) {
-	tg.setup = append(tg.setup, store.Sample{Target: tg.name, Path: SetupPath, Workload: workload, Pairs: pairs,
+	tg.setup = append(tg.setup, record.Sample{Target: tg.name, Path: SetupPath, Workload: workload, Pairs: pairs,
 		Started: time.Now().UTC(), Metrics: m})
 }
 
@@ -86,13 +85,13 @@ func (r *run) networkReadiness(ctx context.Context, tg *target, role string) (fl
 	srv := tg.fixture.PodIP(role, 0)
 	port := tg.fixture.Spec.ServersOf(role, 0)[0].Port
 	confirm := 0 // the first success is the figure: its network carries traffic
-	argv := agentcmd.ProbeCmd{Target: net.JoinHostPort(srv, strconv.Itoa(port)), Until: agent.ProbeOpen,
+	argv := agentcmd.ProbeCmd{Target: net.JoinHostPort(srv, strconv.Itoa(port)), Until: agentcmd.ProbeOpen,
 		Interval: probeInterval, Timeout: probeTimeout, Confirm: &confirm, MaxWait: time.Minute}.Argv()
 	out, err := tg.client.RunOnce(ctx, tg.fixture, kube.ReadinessPodName, argv, 3*time.Minute)
 	if err != nil {
 		return 0, err
 	}
-	var res agent.WatchResult
+	var res agentcmd.WatchResult
 	if err := json.Unmarshal([]byte(lastLine(out)), &res); err != nil || res.StartNS == 0 {
 		return 0, fmt.Errorf("pod %s printed %q: %v", kube.ReadinessPodName, out, err)
 	}
@@ -126,7 +125,7 @@ func (r *run) serviceLatency(ctx context.Context, tg *target, role string) (floa
 		return 0, err
 	}
 	var ready time.Time
-	first, err := r.probeUntil(ctx, tg, svc.Spec.ClusterIP, port, agent.ProbeOpen, func() (err error) {
+	first, err := r.probeUntil(ctx, tg, svc.Spec.ClusterIP, port, agentcmd.ProbeOpen, func() (err error) {
 		ready, err = tg.client.AddProbeEndpoint(ctx, tg.fixture, role)
 		return err
 	})
@@ -155,7 +154,7 @@ func (r *run) probeUntil(ctx context.Context, tg *target, ip string, port int, u
 		return time.Time{}, err
 	}
 	rep := reports[0]
-	var res agent.WatchResult
+	var res agentcmd.WatchResult
 	if err := json.Unmarshal([]byte(rep.Stdout), &res); err != nil || rep.ExitCode != 0 {
 		return time.Time{}, fmt.Errorf("probe %s:%d until %s: exit %d: %s%s", ip, port, until, rep.ExitCode, rep.Stdout, rep.Stderr)
 	}

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
@@ -65,7 +64,7 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.buf.Write(p)
-	if strings.Contains(w.buf.String(), agent.ReadyLine) {
+	if strings.Contains(w.buf.String(), agentcmd.ReadyLine) {
 		w.once.Do(func() { close(w.ready) })
 	}
 	return len(p), nil
@@ -74,7 +73,7 @@ func (w *readyWriter) Write(p []byte) (int, error) {
 func (w *readyWriter) String() string {
 	w.mu.Lock()
 	defer w.mu.Unlock()
-	return strings.TrimSpace(strings.ReplaceAll(w.buf.String(), agent.ReadyLine, ""))
+	return strings.TrimSpace(strings.ReplaceAll(w.buf.String(), agentcmd.ReadyLine, ""))
 }
 
 // pairRun is one client's exec.
@@ -96,7 +95,7 @@ type releaseHooks struct {
 
 // runPairs starts every pair's client, waits until all of them wait at the barrier, releases
 // them together and collects their reports. One client that fails fails the sample.
-func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends []pairEnd, timeout time.Duration, hooks releaseHooks) ([]agent.RunReport, error) {
+func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends []pairEnd, timeout time.Duration, hooks releaseHooks) ([]agentcmd.RunReport, error) {
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
 	runs := make([]*pairRun, len(ends))
@@ -154,7 +153,7 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 	if hookErr != nil {
 		return nil, hookErr
 	}
-	reports := make([]agent.RunReport, len(runs))
+	reports := make([]agentcmd.RunReport, len(runs))
 	for i, p := range runs {
 		if p.err != nil {
 			return nil, pairError(i, ends[i], p)
@@ -206,7 +205,7 @@ type pairFigures struct {
 // combine parses every pair's output and combines them into the sample's metrics: the
 // catalogue says which figures add up and which are averaged; latency percentiles come from
 // the merged histograms of every pair's round trips, never from averaging percentiles.
-func combine(eng engine.Engine, ew engine.Workload, reports []agent.RunReport) (pairFigures, error) {
+func combine(eng engine.Engine, ew engine.Workload, reports []agentcmd.RunReport) (pairFigures, error) {
 	per := make([]engine.Metrics, len(reports))
 	merged := stats.NewHist()
 	haveHist := true
@@ -253,8 +252,8 @@ func combine(eng engine.Engine, ew engine.Workload, reports []agent.RunReport) (
 
 // rawPairs keeps each pair's tool output and timing; the histograms are summarised in the
 // metrics and would multiply the stored size.
-func rawPairs(reports []agent.RunReport) []agent.RunReport {
-	out := make([]agent.RunReport, len(reports))
+func rawPairs(reports []agentcmd.RunReport) []agentcmd.RunReport {
+	out := make([]agentcmd.RunReport, len(reports))
 	for i, rep := range reports {
 		rep.Histogram = nil
 		out[i] = rep

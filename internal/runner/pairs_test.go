@@ -7,27 +7,27 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
 // agentReport is what `cnibench agent run` prints for an rr client whose latencies are xs.
-func agentReport(t *testing.T, start int64, rate float64, xs ...float64) agent.RunReport {
+func agentReport(t *testing.T, start int64, rate float64, xs ...float64) agentcmd.RunReport {
 	h := stats.NewHist()
 	for _, x := range xs {
 		if err := h.Add(x); err != nil {
 			t.Fatal(err)
 		}
 	}
-	res := agent.Result{Tool: "cnibench", Mode: "rr", DurationSec: 1, Transactions: int64(len(xs)), RatePerSec: rate,
-		LatencyUsec: agent.Latencies{P50: xs[len(xs)/2], P99: xs[len(xs)-1]}, Histogram: h}
+	res := agentcmd.Result{Tool: "cnibench", Mode: "rr", DurationSec: 1, Transactions: int64(len(xs)), RatePerSec: rate,
+		LatencyUsec: agentcmd.Latencies{P50: xs[len(xs)/2], P99: xs[len(xs)-1]}, Histogram: h}
 	out, err := json.Marshal(res)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return agent.RunReport{StartNS: start, Stdout: string(out)}
+	return agentcmd.RunReport{StartNS: start, Stdout: string(out)}
 }
 
 func TestCombineMergesLatenciesAndSumsRates(t *testing.T) {
@@ -44,7 +44,7 @@ func TestCombineMergesLatenciesAndSumsRates(t *testing.T) {
 	for i := 0; i < 10; i++ {
 		slow = append(slow, 1000+float64(i))
 	}
-	reports := []agent.RunReport{agentReport(t, 1_000_000, 900, fast...), agentReport(t, 4_000_000, 100, slow...)}
+	reports := []agentcmd.RunReport{agentReport(t, 1_000_000, 900, fast...), agentReport(t, 4_000_000, 100, slow...)}
 	fig, err := combine(eng, ew, reports)
 	if err != nil {
 		t.Fatal(err)
@@ -89,7 +89,7 @@ func TestCombineOnePairKeepsTheToolsFigures(t *testing.T) {
 	eng, _ := engine.ByName(engine.NameCnibench)
 	ew := engine.Workload{Kind: engine.TCPRR, MessageSize: 1, Duration: time.Second}
 	rep := agentReport(t, 5, 900, 10, 11, 12)
-	fig, err := combine(eng, ew, []agent.RunReport{rep})
+	fig, err := combine(eng, ew, []agentcmd.RunReport{rep})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func TestAggregateWithoutHistogramsOmitsPercentiles(t *testing.T) {
 func TestCombineNamesTheFailedPair(t *testing.T) {
 	eng, _ := engine.ByName(engine.NameIPerf3)
 	ew := engine.Workload{Kind: engine.TCPStream, Streams: 1, Duration: time.Second}
-	_, err := combine(eng, ew, []agent.RunReport{{Stdout: "{}"}, {Stdout: `{"error": "unable to connect"}`, ExitCode: 1, Stderr: "boom"}})
+	_, err := combine(eng, ew, []agentcmd.RunReport{{Stdout: "{}"}, {Stdout: `{"error": "unable to connect"}`, ExitCode: 1, Stderr: "boom"}})
 	if err == nil || !strings.Contains(err.Error(), "pair 0") && !strings.Contains(err.Error(), "pair 1") {
 		t.Errorf("err = %v", err)
 	}

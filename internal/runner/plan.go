@@ -10,7 +10,7 @@ import (
 	"math/rand/v2"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -146,7 +146,7 @@ func PrintPlan(w io.Writer, steps []Step, seed int64) {
 			fmt.Fprintf(w, "      round %d  pods     %-*s x%d up (pods per round)\n", s.Round, width, s.Combo.Target, max(s.Combo.Pairs, 1))
 		}
 		ew := s.Combo.Workload.Engine(s.Duration)
-		label := store.Cell{Workload: ew.ID(), Pairs: s.Combo.Pairs}.WorkloadLabel()
+		label := record.Cell{Workload: ew.ID(), Pairs: s.Combo.Pairs}.WorkloadLabel()
 		fmt.Fprintf(w, "%4d  round %d  %-7s  %-*s %-15s %-26s %s\n", s.Seq, s.Round, kind, width, s.Combo.Target, s.Combo.Path, label, s.Duration)
 	}
 }

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -37,7 +36,7 @@ func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy
 		if err != nil {
 			return err
 		}
-		if out != agent.ProbeRefused {
+		if out != agentcmd.ProbeRefused {
 			return fmt.Errorf("before any policy, a probe of %s port %d ended %s, not refused: cannot tell whether the policy is enforced", server, closedPort, out)
 		}
 	}
@@ -66,7 +65,7 @@ func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy
 		return tg.client.ApplyPolicies(ctx, spec, nil)
 	}
 	var created time.Time
-	dropped, err := r.probeUntil(ctx, tg, server, closedPort, agent.ProbeTimeout, func() error {
+	dropped, err := r.probeUntil(ctx, tg, server, closedPort, agentcmd.ProbeTimeout, func() error {
 		created = time.Now()
 		return tg.client.ApplyPolicies(ctx, spec, nil)
 	})
@@ -78,7 +77,7 @@ func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy
 	if err != nil {
 		return err
 	}
-	if out != agent.ProbeOpen {
+	if out != agentcmd.ProbeOpen {
 		return fmt.Errorf("policy %s is enforced but the client's connection to %s port %d ended %s: the policy drops measured traffic", kube.AllowPolicyName, server, servers[0].Port, out)
 	}
 	ms := latencyMS(created, dropped)
@@ -97,7 +96,7 @@ func (r *run) probe(ctx context.Context, tg *target, ip string, port int) (strin
 	if err != nil {
 		return "", fmt.Errorf("probe %s: %w", addr, err)
 	}
-	var res agent.ProbeResult
+	var res agentcmd.ProbeResult
 	if err := json.Unmarshal(raw, &res); err != nil {
 		return "", fmt.Errorf("probe %s: parse %q: %w", addr, raw, err)
 	}

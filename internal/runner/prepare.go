@@ -13,7 +13,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/tuning"
 )
@@ -32,12 +32,12 @@ type target struct {
 	ownNamespace bool
 	provider     Provider
 	fingerprint  map[string]string
-	setup        []store.Sample // setup latencies, stored once the target is
-	nodes        []string       // where its pods run
-	lost         Loss           // what of its cluster went down during the run
-	ext          *externalHost  // the server outside the cluster, for the egress paths
-	gateway      *splitGateway  // the Gateway API split, for the gateway path
-	profiler     cpuProfiler    // nil: the run records no CPU profiles of this target
+	setup        []record.Sample // setup latencies, stored once the target is
+	nodes        []string        // where its pods run
+	lost         Loss            // what of its cluster went down during the run
+	ext          *externalHost   // the server outside the cluster, for the egress paths
+	gateway      *splitGateway   // the Gateway API split, for the gateway path
+	profiler     cpuProfiler     // nil: the run records no CPU profiles of this target
 }
 
 // servers derives one server container per distinct server command among the workloads

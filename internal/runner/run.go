@@ -12,6 +12,7 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/progress"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -19,11 +20,11 @@ import (
 
 // Store is what the runner needs of the results store.
 type Store interface {
-	CreateRun(ctx context.Context, r store.Run) error
-	AddTarget(ctx context.Context, t store.Target) error
-	AddSample(ctx context.Context, s store.Sample) error
+	CreateRun(ctx context.Context, r record.Run) error
+	AddTarget(ctx context.Context, t record.Target) error
+	AddSample(ctx context.Context, s record.Sample) error
 	FinishRun(ctx context.Context, id, status string, finished time.Time, note string) error
-	MarkInterrupted(ctx context.Context) ([]store.Run, error)
+	MarkInterrupted(ctx context.Context) ([]record.Run, error)
 }
 
 // Options configure a run.
@@ -52,9 +53,9 @@ type Options struct {
 
 // Result is what a run produced.
 type Result struct {
-	Run     store.Run
-	Targets []store.Target
-	Samples []store.Sample
+	Run     record.Run
+	Targets []record.Target
+	Samples []record.Sample
 }
 
 type run struct {
@@ -102,7 +103,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 			return res, err
 		}
 		byName[t.Name] = tg
-		st := store.Target{RunID: r.id, Name: t.Name, Fingerprint: tg.fingerprint}
+		st := record.Target{RunID: r.id, Name: t.Name, Fingerprint: tg.fingerprint}
 		if err := o.Store.AddTarget(ctx, st); err != nil {
 			return res, fmt.Errorf("store target %s: %w", t.Name, err)
 		}
@@ -146,11 +147,11 @@ func begin(ctx context.Context, o Options, res *Result) (*run, error) {
 	o.Suite.Seed = seed
 	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]Provider{}}
 	r.log = progress.New(o.Out, r.began)
-	owner, err := store.CurrentOwner()
+	owner, err := record.CurrentOwner()
 	if err != nil {
 		return nil, fmt.Errorf("identify this process for the store: %w", err)
 	}
-	res.Run = store.Run{ID: r.id, Started: r.began.UTC(), Status: store.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
+	res.Run = record.Run{ID: r.id, Started: r.began.UTC(), Status: record.StatusRunning, Suite: o.Suite.YAML(), Seed: seed,
 		Version: o.Version, Owner: owner, Labels: o.Labels}
 	// Runs of killed processes would otherwise look in progress forever.
 	marked, err := o.Store.MarkInterrupted(ctx)
@@ -173,15 +174,15 @@ func begin(ctx context.Context, o Options, res *Result) (*run, error) {
 // it was interrupted or failed after storing samples. It returns err with whatever cleanup
 // and the store added.
 func (r *run) finish(ctx context.Context, res *Result, err error) error {
-	status, note := store.StatusComplete, ""
+	status, note := record.StatusComplete, ""
 	switch {
 	case ctx.Err() != nil:
-		status, note = store.StatusPartial, store.InterruptedNote
+		status, note = record.StatusPartial, record.InterruptedNote
 	case err != nil:
-		status, note = store.StatusFailed, err.Error()
+		status, note = record.StatusFailed, err.Error()
 	}
-	if len(res.Samples) > 0 && status == store.StatusFailed {
-		status = store.StatusPartial
+	if len(res.Samples) > 0 && status == record.StatusFailed {
+		status = record.StatusPartial
 	}
 	if terr := r.teardown(); terr != nil {
 		err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
@@ -208,7 +209,7 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 		if tg.lost.ControlPlane {
 			continue
 		}
-		var s store.Sample
+		var s record.Sample
 		if err := r.placePods(ctx, tg, st, res); err != nil {
 			s = r.newSample(tg, st)
 			s.Error = err.Error()
@@ -250,8 +251,8 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 const sampleAttempts = 3
 
 // measureWithRetry runs a step, trying again after a pause when it fails.
-func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.Sample {
-	var s store.Sample
+func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) record.Sample {
+	var s record.Sample
 	for attempt := 1; attempt <= sampleAttempts; attempt++ {
 		s = r.measure(ctx, tg, st)
 		if s.Error == "" || ctx.Err() != nil {
@@ -276,7 +277,7 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) store.S
 }
 
 // report prints one progress line per sample.
-func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Duration) {
+func (r *run) report(st Step, s record.Sample, done, total int, remaining time.Duration) {
 	what := roundLabel(st, r.opts.Suite.Repetitions)
 	value := "FAILED: " + s.Error
 	if s.Error == "" {
@@ -294,7 +295,7 @@ func (r *run) report(st Step, s store.Sample, done, total int, remaining time.Du
 }
 
 // headline is the one figure a progress line shows for a sample.
-func headline(s store.Sample) string {
+func headline(s record.Sample) string {
 	name := catalog.Primary(s.Metrics)
 	if name == "" {
 		return ""

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -212,9 +212,9 @@ func TestResourcesUseTheMeasuredWindow(t *testing.T) {
 	// overlap, together from busy 101.5 to 105.5 (4 CPU-s) over 8 CPU-s of time.
 	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0), stat("host-2", 50, 100, 20, t0)}
 	after := []monitor.NodeStat{stat("host-1", 109, 212, 12, t0.Add(6*time.Second)), stat("host-2", 53, 112, 23, t0.Add(6*time.Second))}
-	w1 := &agent.Window{Before: stat("host-1", 101.5, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 105, 209.5, 11.5, t0.Add(4900*time.Millisecond))}
-	w2 := &agent.Window{Before: stat("host-1", 101.6, 202.1, 10.6, t0.Add(1010*time.Millisecond)), After: stat("host-1", 105.5, 210, 11.6, t0.Add(5*time.Second))}
-	res := resources(before, after, []*agent.Window{w1, nil, w2}, engine.Metrics{"throughput_gbps": 8}, 4*time.Second)
+	w1 := &agentcmd.Window{Before: stat("host-1", 101.5, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 105, 209.5, 11.5, t0.Add(4900*time.Millisecond))}
+	w2 := &agentcmd.Window{Before: stat("host-1", 101.6, 202.1, 10.6, t0.Add(1010*time.Millisecond)), After: stat("host-1", 105.5, 210, 11.6, t0.Add(5*time.Second))}
+	res := resources(before, after, []*agentcmd.Window{w1, nil, w2}, engine.Metrics{"throughput_gbps": 8}, 4*time.Second)
 	// host-1 over its window: 4 CPU-s, 50 %; host-2 over the execs: 3 CPU-s, 25 %.
 	if got := res["host_cpu_seconds"]; math.Abs(got-7) > 1e-9 {
 		t.Errorf("host CPU %g, want 4 (host-1's window) + 3 (host-2's execs)", got)
@@ -230,9 +230,9 @@ func TestResourcesLeaveOutTheSpinners(t *testing.T) {
 	before := []monitor.NodeStat{stat("host-1", 100, 200, 10, t0)}
 	after := []monitor.NodeStat{stat("host-1", 110, 212, 14, t0.Add(6*time.Second))}
 	// A 4 s window with 8 CPU-s of time, 6 of them busy, 4 of those spinning.
-	w := &agent.Window{Before: stat("host-1", 101, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 107, 210, 13.5, t0.Add(5*time.Second)),
+	w := &agentcmd.Window{Before: stat("host-1", 101, 202, 10.5, t0.Add(time.Second)), After: stat("host-1", 107, 210, 13.5, t0.Add(5*time.Second)),
 		AwakeSeconds: 4}
-	res := resources(before, after, []*agent.Window{w}, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
+	res := resources(before, after, []*agentcmd.Window{w}, engine.Metrics{"transactions_per_s": 1000}, 4*time.Second)
 	if got := res["host_cpu_seconds"]; math.Abs(got-2) > 1e-9 {
 		t.Errorf("host CPU %g, want 6 busy - 4 spinning", got)
 	}
@@ -282,17 +282,17 @@ func TestCheckSourceNamesBothAddresses(t *testing.T) {
 // nothing where a client's window lacks its packets or no packet went through.
 func TestPerPacket(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	window := func(before, after int64) *agent.Window {
+	window := func(before, after int64) *agentcmd.Window {
 		b, a := stat("host-1", 100, 200, 10, t0), stat("host-1", 101, 202, 11, t0.Add(time.Second))
 		b.NetPackets, a.NetPackets = before, after
-		return &agent.Window{Before: b, After: a}
+		return &agentcmd.Window{Before: b, After: a}
 	}
 	res := map[string]float64{catalog.HostCPUSeconds: 2}
-	perPacket(res, []*agent.Window{window(1000, 301000), window(0, 100000)})
+	perPacket(res, []*agentcmd.Window{window(1000, 301000), window(0, 100000)})
 	if got := res[catalog.CPUPerPacket]; math.Abs(got-5) > 1e-9 { // 2 CPU-s over 400,000 packets
 		t.Errorf("cpu per packet %g µs, want 5", got)
 	}
-	for name, ws := range map[string][]*agent.Window{
+	for name, ws := range map[string][]*agentcmd.Window{
 		"a client without its window": {window(0, 1000), nil},
 		"unknown packets":             {window(-1, 1000)},
 		"no packets":                  {window(500, 500)},

@@ -8,14 +8,13 @@ import (
 	"sync"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -98,11 +97,11 @@ func loopback(family string) string {
 }
 
 // measure runs one step and returns its sample; a failed tool gives a sample with Error set.
-func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
+func (r *run) measure(ctx context.Context, tg *target, st Step) record.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
 	n := max(st.Combo.Pairs, 1)
 	s := r.newSample(tg, st)
-	fail := func(err error) store.Sample {
+	fail := func(err error) record.Sample {
 		s.Error, s.Duration = err.Error(), time.Since(s.Started)
 		return s
 	}
@@ -174,9 +173,9 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) store.Sample {
 // costs adds a measured sample's cost figures and flags: the CPU and memory its counters and
 // its clients' windows show, per packet where its clients' interfaces count the pairs' own
 // traffic, the gateway's own on the gateway path, and a skewed start of its pairs.
-func costs(s *store.Sample, st Step, ends []pairEnd, before, after []monitor.NodeStat, reports []agent.RunReport, fig pairFigures) {
+func costs(s *record.Sample, st Step, ends []pairEnd, before, after []monitor.NodeStat, reports []agentcmd.RunReport, fig pairFigures) {
 	n := max(st.Combo.Pairs, 1)
-	windows := make([]*agent.Window, len(reports))
+	windows := make([]*agentcmd.Window, len(reports))
 	for i, rep := range reports {
 		windows[i] = rep.Window
 	}
@@ -192,14 +191,14 @@ func costs(s *store.Sample, st Step, ends []pairEnd, before, after []monitor.Nod
 		gatewayResources(s.Resources, ends[0], before, after, st.Duration)
 	}
 	if n > 1 && fig.skew > time.Duration(skewFlagFraction*float64(st.Duration)) {
-		s.Flags = append(s.Flags, store.FlagSkew)
+		s.Flags = append(s.Flags, record.FlagSkew)
 	}
 }
 
 // newSample is a step's sample before it is measured, started now.
-func (r *run) newSample(tg *target, st Step) store.Sample {
+func (r *run) newSample(tg *target, st Step) record.Sample {
 	ew := st.Combo.Workload.Engine(st.Duration)
-	return store.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
+	return record.Sample{RunID: r.id, Seq: st.Seq, Round: st.Round, Warmup: st.Warmup(),
 		Target: tg.name, Path: st.Combo.Path, Workload: ew.ID(), Pairs: max(st.Combo.Pairs, 1), Started: time.Now().UTC()}
 }
 
@@ -263,7 +262,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 // one (from the first client's start to the last one's end), the exec readings around the
 // sample otherwise; and, by host, the CPU time the keep-awake spinners used in that window,
 // which is not the sample's.
-func hostReadings(before, after []monitor.NodeStat, windows []*agent.Window) (first, last map[string]monitor.NodeStat, awake map[string]float64) {
+func hostReadings(before, after []monitor.NodeStat, windows []*agentcmd.Window) (first, last map[string]monitor.NodeStat, awake map[string]float64) {
 	first, last, awake = map[string]monitor.NodeStat{}, map[string]monitor.NodeStat{}, map[string]float64{}
 	for i := range before {
 		if _, seen := first[before[i].BootID]; !seen {
@@ -294,7 +293,7 @@ func hostReadings(before, after []monitor.NodeStat, windows []*agent.Window) (fi
 // tool), and over the exec readings around the sample elsewhere (a server's node of a remote
 // cluster). Pod CPU is the client's and server's own cgroups. No IRQ time accounting here:
 // softirq work lands on whatever task it interrupted, so host busy time is the honest total.
-func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engine.Metrics, d time.Duration) map[string]float64 {
+func resources(before, after []monitor.NodeStat, windows []*agentcmd.Window, m engine.Metrics, d time.Duration) map[string]float64 {
 	res := map[string]float64{}
 	var podCPU, podMem, containers float64
 	for i := range before {
@@ -353,7 +352,7 @@ func resources(before, after []monitor.NodeStat, windows []*agent.Window, m engi
 // client's agent over its measured window, where every client's window knows its packets and
 // there were some. Each packet of a pair crosses its client's interface once, sent or
 // received, so the clients' count is the pairs' traffic.
-func perPacket(res map[string]float64, windows []*agent.Window) {
+func perPacket(res map[string]float64, windows []*agentcmd.Window) {
 	hostCPU, ok := res[catalog.HostCPUSeconds]
 	if !ok {
 		return

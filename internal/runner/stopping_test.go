@@ -7,8 +7,8 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
-	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -90,7 +90,7 @@ func TestStoppingRuleCoverage(t *testing.T) {
 func decisionRun(r *rand.Rand, cv, shift float64, nmax int) (verdict string, covered bool, rounds int) {
 	sigma := math.Sqrt(math.Log1p(cv * cv))
 	held := map[group]int{}
-	var samples []store.Sample
+	var samples []record.Sample
 	for round := 1; round <= nmax; round++ {
 		common := sigma * r.NormFloat64()
 		for _, tg := range []struct {
@@ -98,7 +98,7 @@ func decisionRun(r *rand.Rand, cv, shift float64, nmax int) (verdict string, cov
 			mean float64
 		}{{"a", 1}, {"b", shift}} {
 			v := tg.mean * math.Exp(common+sigma*r.NormFloat64())
-			samples = append(samples, store.Sample{RunID: "sim", Round: round, Target: tg.name, Path: suite.CrossNode,
+			samples = append(samples, record.Sample{RunID: "sim", Round: round, Target: tg.name, Path: suite.CrossNode,
 				Workload: "tcp-stream/1", Pairs: 1, Metrics: map[string]float64{catalog.Throughput: v}})
 		}
 		if round < 3 {

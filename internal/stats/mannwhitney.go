@@ -1,6 +1,7 @@
 package stats
 
 import (
+	"cmp"
 	"math"
 	"slices"
 
@@ -82,51 +83,8 @@ type mwuResult struct {
 func mannWhitneyU(x, y []float64) mwuResult {
 	nx, ny := len(x), len(y)
 	n := nx + ny
-
-	// Rank the pooled sample with average ranks for ties, remembering tie
-	// group sizes for the variance correction.
-	type obs struct {
-		v     float64
-		fromX bool
-	}
-	pooled := make([]obs, 0, n)
-	for _, v := range x {
-		pooled = append(pooled, obs{v, true})
-	}
-	for _, v := range y {
-		pooled = append(pooled, obs{v, false})
-	}
-	slices.SortFunc(pooled, func(a, b obs) int {
-		switch {
-		case a.v < b.v:
-			return -1
-		case a.v > b.v:
-			return 1
-		}
-		return 0
-	})
-	var rankSumX, tieTerm float64
-	ranks := make([]float64, n) // midranks in pooled order
-	ties := false
-	for i := 0; i < n; {
-		j := i + 1
-		for j < n && pooled[j].v == pooled[i].v {
-			j++
-		}
-		// Positions i..j-1 (0-based) share the average 1-based rank.
-		avg := float64(i+1+j) / 2
-		for k := i; k < j; k++ {
-			ranks[k] = avg
-			if pooled[k].fromX {
-				rankSumX += avg
-			}
-		}
-		if t := float64(j - i); t > 1 {
-			ties = true
-			tieTerm += t*t*t - t
-		}
-		i = j
-	}
+	ranks, rankSumX, tieTerm := midranks(x, y)
+	ties := tieTerm > 0
 
 	fx, fy := float64(nx), float64(ny)
 	u1 := rankSumX - fx*(fx+1)/2
@@ -161,6 +119,45 @@ func mannWhitneyU(x, y []float64) mwuResult {
 	z := (u - mu - 0.5) / sd
 	p := 2 * distuv.UnitNormal.Survival(z)
 	return mwuResult{u: u1, p: math.Min(p, 1), exact: false}
+}
+
+// midranks ranks the pooled sample x then y with average ranks for ties. It returns the
+// ranks in pooled (sorted) order, the rank sum of x, and the tie term Σ(t³−t) over the tie
+// groups, which is positive exactly when some values tie, for the variance correction.
+func midranks(x, y []float64) (ranks []float64, rankSumX, tieTerm float64) {
+	type obs struct {
+		v     float64
+		fromX bool
+	}
+	n := len(x) + len(y)
+	pooled := make([]obs, 0, n)
+	for _, v := range x {
+		pooled = append(pooled, obs{v, true})
+	}
+	for _, v := range y {
+		pooled = append(pooled, obs{v, false})
+	}
+	slices.SortFunc(pooled, func(a, b obs) int { return cmp.Compare(a.v, b.v) })
+	ranks = make([]float64, n)
+	for i := 0; i < n; {
+		j := i + 1
+		for j < n && pooled[j].v == pooled[i].v {
+			j++
+		}
+		// Positions i..j-1 (0-based) share the average 1-based rank.
+		avg := float64(i+1+j) / 2
+		for k := i; k < j; k++ {
+			ranks[k] = avg
+			if pooled[k].fromX {
+				rankSumX += avg
+			}
+		}
+		if t := float64(j - i); t > 1 {
+			tieTerm += t*t*t - t
+		}
+		i = j
+	}
+	return ranks, rankSumX, tieTerm
 }
 
 // mwuExactUpperTail returns P(U ≥ u) under the null hypothesis for samples

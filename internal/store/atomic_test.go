@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // countRows counts the rows of the sample (runID, seq) in each table.
@@ -35,7 +37,7 @@ func testAddSampleAtomic(t *testing.T, b backend) {
 	// sample row, all metric rows and the first resource row were inserted in the
 	// transaction.
 	execAll(t, d, b.failTrigger)
-	bad := Sample{RunID: "r", Seq: 1, Target: "a", Path: "p", Workload: "w", Pairs: 1, Started: t0(), Duration: time.Second,
+	bad := record.Sample{RunID: "r", Seq: 1, Target: "a", Path: "p", Workload: "w", Pairs: 1, Started: t0(), Duration: time.Second,
 		Metrics:   map[string]float64{"m1": 1, "m2": 2, "m3": 3},
 		Resources: map[string]float64{"aaa": 1, "zzz": 2}, Raw: "raw"}
 	err := d.AddSample(ctx, bad)
@@ -57,7 +59,7 @@ func testAddSampleAtomic(t *testing.T, b backend) {
 	}
 
 	// A NaN metric is refused and leaves nothing.
-	nan := Sample{RunID: "r", Seq: 2, Target: "a", Started: t0(), Metrics: map[string]float64{"ok": 1, "bad": math.NaN()}}
+	nan := record.Sample{RunID: "r", Seq: 2, Target: "a", Started: t0(), Metrics: map[string]float64{"ok": 1, "bad": math.NaN()}}
 	if err := d.AddSample(ctx, nan); err == nil || !strings.Contains(err.Error(), "not finite") {
 		t.Errorf("AddSample with NaN: err = %v", err)
 	}
@@ -66,7 +68,7 @@ func testAddSampleAtomic(t *testing.T, b backend) {
 	}
 
 	// A duplicate Seq is refused and neither replaces nor adds to the stored sample.
-	dup := Sample{RunID: "r", Seq: 1, Target: "a", Started: t0(), Metrics: map[string]float64{"m1": 100, "m4": 4}}
+	dup := record.Sample{RunID: "r", Seq: 1, Target: "a", Started: t0(), Metrics: map[string]float64{"m1": 100, "m4": 4}}
 	if err := d.AddSample(ctx, dup); err == nil {
 		t.Error("AddSample with duplicate seq: no error")
 	}
@@ -87,7 +89,7 @@ func testAddSampleCancelled(t *testing.T, b backend) {
 	addRunWithTarget(t, d, "r")
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	err := d.AddSample(ctx, Sample{RunID: "r", Seq: 0, Target: "a", Started: t0(), Metrics: map[string]float64{"x": 1}})
+	err := d.AddSample(ctx, record.Sample{RunID: "r", Seq: 0, Target: "a", Started: t0(), Metrics: map[string]float64{"x": 1}})
 	if err == nil {
 		t.Fatal("AddSample with cancelled context: no error")
 	}
@@ -95,7 +97,7 @@ func testAddSampleCancelled(t *testing.T, b backend) {
 		t.Errorf("rows left of a cancelled sample: %v", n)
 	}
 	// Ctrl-C: the run is still marked partial with a fresh context.
-	if err := d.FinishRun(context.Background(), "r", StatusPartial, t0(), "interrupted"); err != nil {
+	if err := d.FinishRun(context.Background(), "r", record.StatusPartial, t0(), "interrupted"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // backend is one of the store's backends as the shared behavioural tests see it: the tests
@@ -219,8 +221,8 @@ func t0() time.Time {
 	return time.Date(2026, 11, 21, 12, 34, 56, 123456789, time.FixedZone("CET", 3600))
 }
 
-func testRun(id string, started time.Time) Run {
-	return Run{ID: id, Started: started, Status: StatusRunning, Suite: "suite: x\n", Seed: -42, Version: "v0.1.0"}
+func testRun(id string, started time.Time) record.Run {
+	return record.Run{ID: id, Started: started, Status: record.StatusRunning, Suite: "suite: x\n", Seed: -42, Version: "v0.1.0"}
 }
 
 // addRunWithTarget creates a run with one target named "a".
@@ -230,7 +232,7 @@ func addRunWithTarget(t *testing.T, d *DB, id string) {
 	if err := d.CreateRun(ctx, testRun(id, t0())); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.AddTarget(ctx, Target{RunID: id, Name: "a"}); err != nil {
+	if err := d.AddTarget(ctx, record.Target{RunID: id, Name: "a"}); err != nil {
 		t.Fatal(err)
 	}
 }

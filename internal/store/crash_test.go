@@ -13,6 +13,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // crashEnv tells the re-executed test binary to act as the crash test's writer: the value is
@@ -23,8 +25,8 @@ const crashRun = "20261121-000000-dead"
 
 // crashSample is the crash test's sample seq. Its number of metrics and resources and the
 // size of its raw output vary with seq, so that a stored sample can be checked whole.
-func crashSample(seq int) Sample {
-	s := Sample{RunID: crashRun, Seq: seq, Round: seq / 10, Warmup: seq < 10, Target: "a", Path: "pod-pod",
+func crashSample(seq int) record.Sample {
+	s := record.Sample{RunID: crashRun, Seq: seq, Round: seq / 10, Warmup: seq < 10, Target: "a", Path: "pod-pod",
 		Workload: "tcp-stream/" + strconv.Itoa(seq%4+1), Pairs: 1 + seq%3, Started: t0().Add(time.Duration(seq) * time.Second).UTC(),
 		Duration: time.Duration(seq) * time.Millisecond,
 		Metrics:  map[string]float64{}, Resources: map[string]float64{}}
@@ -100,7 +102,7 @@ func testCrashSafety(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.FinishRun(ctx, crashRun, StatusPartial, time.Now(), "killed"); err != nil {
+	if err := d.FinishRun(ctx, crashRun, record.StatusPartial, time.Now(), "killed"); err != nil {
 		t.Fatal(err)
 	}
 }

@@ -7,14 +7,16 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // storeDump is everything the API returns about a store's contents.
 type storeDump struct {
-	Runs     []Run
+	Runs     []record.Run
 	ByPrefix map[string]string // Run(prefix): the id, or the error
-	Targets  map[string][]Target
-	Samples  map[string][]Sample
+	Targets  map[string][]record.Target
+	Samples  map[string][]record.Sample
 }
 
 // fixture writes the same varied contents to a store: odd values, ordering traps and text
@@ -22,20 +24,20 @@ type storeDump struct {
 func fixture(t *testing.T, d *DB) {
 	t.Helper()
 	ctx := context.Background()
-	runs := []Run{
-		{ID: "20261121-120000-aaaa", Started: t0(), Finished: t0().Add(time.Hour), Status: StatusComplete,
+	runs := []record.Run{
+		{ID: "20261121-120000-aaaa", Started: t0(), Finished: t0().Add(time.Hour), Status: record.StatusComplete,
 			Suite: "suite:\n  - é\n", Seed: math.MinInt64, Version: "v1", Note: "all good"},
-		{ID: "20261121-120000-AAAA", Started: t0(), Status: StatusRunning, Seed: math.MaxInt64},
-		{ID: "20261121-120000-_bbb", Started: t0().Add(-time.Nanosecond), Status: StatusPartial, Note: "killed \x00\xff"},
+		{ID: "20261121-120000-AAAA", Started: t0(), Status: record.StatusRunning, Seed: math.MaxInt64},
+		{ID: "20261121-120000-_bbb", Started: t0().Add(-time.Nanosecond), Status: record.StatusPartial, Note: "killed \x00\xff"},
 		{ID: "1970", Started: time.Unix(0, 1), Finished: time.Date(9999, 12, 31, 23, 59, 59, 999999999, time.UTC),
-			Status: StatusFailed, Note: "ünïcödé 🚀"},
+			Status: record.StatusFailed, Note: "ünïcödé 🚀"},
 	}
 	for _, r := range runs {
 		if err := d.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
 	}
-	for _, tg := range []Target{
+	for _, tg := range []record.Target{
 		{RunID: runs[0].ID, Name: "b", Fingerprint: map[string]string{"cni": "cilium", "é": "\x00", "bad": "\xff"}},
 		{RunID: runs[0].ID, Name: "B"},
 		{RunID: runs[0].ID, Name: "_a", Fingerprint: map[string]string{}},
@@ -45,7 +47,7 @@ func fixture(t *testing.T, d *DB) {
 			t.Fatal(err)
 		}
 	}
-	samples := []Sample{
+	samples := []record.Sample{
 		{RunID: runs[0].ID, Seq: 1 << 40, Round: -1, Warmup: true, Target: "b", Path: "pod-pod", Workload: "tcp-stream/4", Pairs: 40,
 			Started: t0(), Duration: -5, Raw: allBytes(), Error: "",
 			Metrics: map[string]float64{"subnormal": 5e-324, "max": math.MaxFloat64, "neg": -1.5e-300,
@@ -72,7 +74,7 @@ func dump(t *testing.T, d *DB) storeDump {
 	if err != nil {
 		t.Fatal(err)
 	}
-	out := storeDump{Runs: runs, ByPrefix: map[string]string{}, Targets: map[string][]Target{}, Samples: map[string][]Sample{}}
+	out := storeDump{Runs: runs, ByPrefix: map[string]string{}, Targets: map[string][]record.Target{}, Samples: map[string][]record.Sample{}}
 	for _, prefix := range []string{"2026", "20261121-120000-a", "20261121-120000-A", "20261121-120000-_", "1", "é", "\xff", "%"} {
 		r, err := d.Run(ctx, prefix)
 		out.ByPrefix[prefix] = r.ID

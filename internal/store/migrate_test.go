@@ -4,6 +4,8 @@ import (
 	"context"
 	"strings"
 	"testing"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 func TestMigrationsNumbered(t *testing.T) {
@@ -100,7 +102,7 @@ func testMigrateOldDatabase(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	// A run stored without an owner is not taken for a killed one.
-	if r, err := d.Run(ctx, "r"); err != nil || r.Owner.Liveness() != OwnerUnknown || r.Interrupted() {
+	if r, err := d.Run(ctx, "r"); err != nil || r.Owner.Liveness() != record.OwnerUnknown || r.Interrupted() {
 		t.Errorf("old run after the upgrade: %+v, %v", r, err)
 	}
 	if samples, err := d.Samples(ctx, "r"); err != nil || len(samples) != 1 || samples[0].Metrics["throughput_bps"] != 5e9 || samples[0].Pairs != 1 {

@@ -6,56 +6,28 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // childOwner starts a process and returns it with its owner record.
-func childOwner(t *testing.T) (*exec.Cmd, Owner) {
+func childOwner(t *testing.T) (*exec.Cmd, record.Owner) {
 	t.Helper()
 	cmd := exec.Command("sleep", "60")
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
-	me, err := CurrentOwner()
+	o, err := record.ProcessOwner(cmd.Process.Pid)
 	if err != nil {
 		t.Fatal(err)
 	}
-	start, err := processStart(cmd.Process.Pid)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cmd, Owner{Host: me.Host, BootID: me.BootID, PID: cmd.Process.Pid, Start: start}
+	return cmd, o
 }
 
-func TestOwnerLiveness(t *testing.T) {
-	cmd, o := childOwner(t)
-	if got := o.Liveness(); got != OwnerAlive {
-		t.Fatalf("running child %+v: %s", o, got)
-	}
-	reused := o
-	reused.Start++ // the same pid, another process
-	if got := reused.Liveness(); got != OwnerDead {
-		t.Errorf("pid reused by another process: %s, want dead", got)
-	}
-	rebooted := o
-	rebooted.BootID = "00000000-0000-0000-0000-000000000000"
-	if got := rebooted.Liveness(); got != OwnerDead {
-		t.Errorf("another boot: %s, want dead", got)
-	}
-	elsewhere := o
-	elsewhere.Host += "-elsewhere"
-	if got := elsewhere.Liveness(); got != OwnerUnknown {
-		t.Errorf("another host: %s, want unknown", got)
-	}
-	if got := (Owner{}).Liveness(); got != OwnerUnknown {
-		t.Errorf("no owner: %s, want unknown", got)
-	}
-	_ = cmd.Process.Kill()
-	_ = cmd.Wait()
-	if got := o.Liveness(); got != OwnerDead {
-		t.Errorf("killed child: %s, want dead", got)
-	}
-	if d := decodeOwner(o.encode()); d != o {
+func TestOwnerColumn(t *testing.T) {
+	_, o := childOwner(t)
+	if d := decodeOwner(encodeOwner(o)); d != o {
 		t.Errorf("owner round trip: %+v, want %+v", d, o)
 	}
 }
@@ -65,27 +37,27 @@ func TestMarkInterrupted(t *testing.T) { forEachBackend(t, testMarkInterrupted) 
 func testMarkInterrupted(t *testing.T, b backend) {
 	ctx := context.Background()
 	d := openTest(t, b)
-	me, err := CurrentOwner()
+	me, err := record.CurrentOwner()
 	if err != nil {
 		t.Fatal(err)
 	}
 	child, dead := childOwner(t)
 	_ = child.Process.Kill()
 	_ = child.Wait()
-	runs := map[string]Owner{"killed": dead, "alive": me, "elsewhere": {Host: "other", BootID: "x", PID: 1, Start: 1}}
+	runs := map[string]record.Owner{"killed": dead, "alive": me, "elsewhere": {Host: "other", BootID: "x", PID: 1, Start: 1}}
 	for id, o := range runs {
 		r := testRun(id, t0())
 		r.Owner = o
 		if err := d.CreateRun(ctx, r); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.AddTarget(ctx, Target{RunID: id, Name: "a"}); err != nil {
+		if err := d.AddTarget(ctx, record.Target{RunID: id, Name: "a"}); err != nil {
 			t.Fatal(err)
 		}
 	}
 	last := t0().Add(42 * time.Second)
 	for i, at := range []time.Time{t0().Add(time.Second), last} {
-		if err := d.AddSample(ctx, Sample{RunID: "killed", Seq: i, Target: "a", Workload: "tcp-stream/1", Started: at,
+		if err := d.AddSample(ctx, record.Sample{RunID: "killed", Seq: i, Target: "a", Workload: "tcp-stream/1", Started: at,
 			Metrics: map[string]float64{"throughput_gbps": 1}}); err != nil {
 			t.Fatal(err)
 		}
@@ -104,14 +76,14 @@ func testMarkInterrupted(t *testing.T, b backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r.Status != StatusPartial || !r.Interrupted() || !strings.Contains(r.Note, dead.String()) || !r.Finished.Equal(last) {
+	if r.Status != record.StatusPartial || !r.Interrupted() || !strings.Contains(r.Note, dead.String()) || !r.Finished.Equal(last) {
 		t.Errorf("killed run after marking: status %s, note %q, finished %v (want %v)", r.Status, r.Note, r.Finished, last)
 	}
 	if s, err := d.Samples(ctx, "killed"); err != nil || len(s) != 2 {
 		t.Errorf("the killed run's samples: %d, %v", len(s), err)
 	}
 	for _, id := range []string{"alive", "elsewhere"} {
-		if r, err := d.Run(ctx, id); err != nil || r.Status != StatusRunning || r.Interrupted() {
+		if r, err := d.Run(ctx, id); err != nil || r.Status != record.StatusRunning || r.Interrupted() {
 			t.Errorf("run %s: status %s, interrupted %v, %v", id, r.Status, r.Interrupted(), err)
 		}
 	}

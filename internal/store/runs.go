@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"time"
 	"unicode/utf8"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // runColumns are the columns scanRun reads, in its order.
@@ -15,9 +17,9 @@ const runColumns = `id, started, finished, status, suite, seed, version, note, o
 // CreateRun records a new run. Its ID must be unique (see NewRunID); an empty Status means
 // StatusRunning. ID, Suite and Version must be valid UTF-8 without NUL bytes; in Note, such
 // bytes are replaced by U+FFFD.
-func (d *DB) CreateRun(ctx context.Context, r Run) error {
+func (d *DB) CreateRun(ctx context.Context, r record.Run) error {
 	if r.Status == "" {
-		r.Status = StatusRunning
+		r.Status = record.StatusRunning
 	}
 	r.Note = cleanText(r.Note)
 	if err := validRun(r); err != nil {
@@ -25,7 +27,7 @@ func (d *DB) CreateRun(ctx context.Context, r Run) error {
 	}
 	err := inTx(ctx, d.db, func(tx *sql.Tx) error {
 		if _, err := d.exec(ctx, tx, `INSERT INTO runs (`+runColumns+`) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-			r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note, r.Owner.encode()); err != nil {
+			r.ID, formatTime(r.Started), nullTime(r.Finished), r.Status, r.Suite, r.Seed, r.Version, r.Note, encodeOwner(r.Owner)); err != nil {
 			return err
 		}
 		for k, v := range r.Labels {
@@ -41,7 +43,7 @@ func (d *DB) CreateRun(ctx context.Context, r Run) error {
 	return nil
 }
 
-func validRun(r Run) error {
+func validRun(r record.Run) error {
 	if r.ID == "" {
 		return fmt.Errorf("empty id")
 	}
@@ -66,7 +68,7 @@ func validRun(r Run) error {
 
 func validStatus(s string) error {
 	switch s {
-	case StatusRunning, StatusComplete, StatusPartial, StatusFailed:
+	case record.StatusRunning, record.StatusComplete, record.StatusPartial, record.StatusFailed:
 		return nil
 	}
 	return fmt.Errorf("unknown status %q", s)
@@ -98,26 +100,26 @@ func (d *DB) FinishRun(ctx context.Context, id, status string, finished time.Tim
 
 // Run returns the run whose id is idOrPrefix or, failing that, the only run whose id starts
 // with it. The error wraps ErrNotFound if there is none and ErrAmbiguous if there are several.
-func (d *DB) Run(ctx context.Context, idOrPrefix string) (Run, error) {
+func (d *DB) Run(ctx context.Context, idOrPrefix string) (record.Run, error) {
 	r, err := d.resolve(ctx, idOrPrefix)
 	if err != nil {
-		return Run{}, fmt.Errorf("run %s: %w", idOrPrefix, err)
+		return record.Run{}, fmt.Errorf("run %s: %w", idOrPrefix, err)
 	}
 	return r, nil
 }
 
 // resolve finds a run by exact id, then by unique prefix.
-func (d *DB) resolve(ctx context.Context, idOrPrefix string) (Run, error) {
+func (d *DB) resolve(ctx context.Context, idOrPrefix string) (record.Run, error) {
 	if idOrPrefix == "" {
-		return Run{}, fmt.Errorf("empty run id: %w", ErrNotFound)
+		return record.Run{}, fmt.Errorf("empty run id: %w", ErrNotFound)
 	}
 	if !storable(idOrPrefix) {
 		// No stored id has such bytes; PostgreSQL would fail the query rather than match none.
-		return Run{}, ErrNotFound
+		return record.Run{}, ErrNotFound
 	}
 	runs, err := d.queryRuns(ctx, `WHERE id = ?`, idOrPrefix)
 	if err != nil {
-		return Run{}, err
+		return record.Run{}, err
 	}
 	if len(runs) == 0 {
 		// substr is case-sensitive in both backends, unlike SQLite's LIKE, and needs no
@@ -125,12 +127,12 @@ func (d *DB) resolve(ctx context.Context, idOrPrefix string) (Run, error) {
 		runs, err = d.queryRuns(ctx, `WHERE substr(id, 1, ?) = ? ORDER BY `+d.dialect.orderText("id")+` LIMIT 3`,
 			utf8.RuneCountInString(idOrPrefix), idOrPrefix)
 		if err != nil {
-			return Run{}, err
+			return record.Run{}, err
 		}
 	}
 	switch len(runs) {
 	case 0:
-		return Run{}, ErrNotFound
+		return record.Run{}, ErrNotFound
 	case 1:
 		return runs[0], nil
 	default:
@@ -142,12 +144,12 @@ func (d *DB) resolve(ctx context.Context, idOrPrefix string) (Run, error) {
 		if len(runs) > 2 {
 			more = ", ..."
 		}
-		return Run{}, fmt.Errorf("%w: matches %s, %s%s", ErrAmbiguous, ids[0], ids[1], more)
+		return record.Run{}, fmt.Errorf("%w: matches %s, %s%s", ErrAmbiguous, ids[0], ids[1], more)
 	}
 }
 
 // Runs returns every run, newest first.
-func (d *DB) Runs(ctx context.Context) ([]Run, error) {
+func (d *DB) Runs(ctx context.Context) ([]record.Run, error) {
 	runs, err := d.queryRuns(ctx, `ORDER BY `+d.dialect.orderText("started")+` DESC, `+d.dialect.orderText("id")+` DESC`)
 	if err != nil {
 		return nil, fmt.Errorf("list runs: %w", err)
@@ -156,16 +158,16 @@ func (d *DB) Runs(ctx context.Context) ([]Run, error) {
 }
 
 // queryRuns selects the runs matching the where (and order) clause.
-func (d *DB) queryRuns(ctx context.Context, where string, args ...any) ([]Run, error) {
+func (d *DB) queryRuns(ctx context.Context, where string, args ...any) ([]record.Run, error) {
 	rows, err := d.query(ctx, d.db, `SELECT `+runColumns+` FROM runs `+where, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var runs []Run
+	var runs []record.Run
 	for rows.Next() {
 		var (
-			r                 Run
+			r                 record.Run
 			started, finished sql.NullString
 			owner             string
 		)
@@ -189,7 +191,7 @@ func (d *DB) queryRuns(ctx context.Context, where string, args ...any) ([]Run, e
 }
 
 // addLabels reads the labels of runs: all runs' in one query when there are many.
-func (d *DB) addLabels(ctx context.Context, runs []Run) error {
+func (d *DB) addLabels(ctx context.Context, runs []record.Run) error {
 	if len(runs) == 0 {
 		return nil
 	}
@@ -202,7 +204,7 @@ func (d *DB) addLabels(ctx context.Context, runs []Run) error {
 		return fmt.Errorf("labels: %w", err)
 	}
 	defer rows.Close()
-	byID := make(map[string]*Run, len(runs))
+	byID := make(map[string]*record.Run, len(runs))
 	for i := range runs {
 		byID[runs[i].ID] = &runs[i]
 	}
@@ -235,7 +237,7 @@ func (d *DB) DeleteRun(ctx context.Context, idOrPrefix string) error {
 
 // AddTarget records a target of a run; a run's target names are unique, and must be valid
 // UTF-8 without NUL bytes.
-func (d *DB) AddTarget(ctx context.Context, t Target) error {
+func (d *DB) AddTarget(ctx context.Context, t record.Target) error {
 	if t.Name == "" {
 		return fmt.Errorf("add target to run %s: empty name", t.RunID)
 	}
@@ -261,7 +263,7 @@ func (d *DB) AddTarget(ctx context.Context, t Target) error {
 }
 
 // Targets returns the targets of the run with exactly this id, by name.
-func (d *DB) Targets(ctx context.Context, runID string) ([]Target, error) {
+func (d *DB) Targets(ctx context.Context, runID string) ([]record.Target, error) {
 	if !storable(runID) {
 		return nil, nil // no such run; PostgreSQL would fail the query rather than match none
 	}
@@ -271,9 +273,9 @@ func (d *DB) Targets(ctx context.Context, runID string) ([]Target, error) {
 		return nil, fmt.Errorf("targets of run %s: %w", runID, err)
 	}
 	defer rows.Close()
-	var targets []Target
+	var targets []record.Target
 	for rows.Next() {
-		t := Target{RunID: runID}
+		t := record.Target{RunID: runID}
 		var js string
 		if err := rows.Scan(&t.Name, &js); err != nil {
 			return nil, fmt.Errorf("targets of run %s: %w", runID, err)

@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // The tables holding a sample's named values, one row per value.
@@ -21,7 +23,7 @@ const (
 // within the run. Metric and resource names must be non-empty and values finite. The text
 // fields other than Raw and Error must be valid UTF-8 without NUL bytes; Raw is stored byte
 // for byte, while in Error such bytes are replaced by U+FFFD.
-func (d *DB) AddSample(ctx context.Context, s Sample) error {
+func (d *DB) AddSample(ctx context.Context, s record.Sample) error {
 	if err := validSample(s); err != nil {
 		return fmt.Errorf("add sample %d of run %s: %w", s.Seq, s.RunID, err)
 	}
@@ -49,7 +51,7 @@ func (d *DB) AddSample(ctx context.Context, s Sample) error {
 }
 
 // insertValues writes one row of table per value, in name order.
-func (d *DB) insertValues(ctx context.Context, tx *sql.Tx, table string, s Sample, values map[string]float64) error {
+func (d *DB) insertValues(ctx context.Context, tx *sql.Tx, table string, s record.Sample, values map[string]float64) error {
 	if len(values) == 0 {
 		return nil
 	}
@@ -73,7 +75,7 @@ func (d *DB) insertValues(ctx context.Context, tx *sql.Tx, table string, s Sampl
 	return nil
 }
 
-func validSample(s Sample) error {
+func validSample(s record.Sample) error {
 	switch {
 	case s.RunID == "":
 		return fmt.Errorf("empty run id")
@@ -124,7 +126,7 @@ func sortedKeys(m map[string]float64) []string {
 }
 
 // Samples returns the samples of the run with exactly this id, in Seq order.
-func (d *DB) Samples(ctx context.Context, runID string) ([]Sample, error) {
+func (d *DB) Samples(ctx context.Context, runID string) ([]record.Sample, error) {
 	if !storable(runID) {
 		return nil, nil // no such run; PostgreSQL would fail the query rather than match none
 	}
@@ -132,7 +134,7 @@ func (d *DB) Samples(ctx context.Context, runID string) ([]Sample, error) {
 	if err != nil {
 		return nil, fmt.Errorf("samples of run %s: %w", runID, err)
 	}
-	bySeq := make(map[int]*Sample, len(samples))
+	bySeq := make(map[int]*record.Sample, len(samples))
 	for i := range samples {
 		bySeq[samples[i].Seq] = &samples[i]
 	}
@@ -161,16 +163,16 @@ func (d *DB) Samples(ctx context.Context, runID string) ([]Sample, error) {
 	return samples, nil
 }
 
-func (d *DB) querySamples(ctx context.Context, runID string) ([]Sample, error) {
+func (d *DB) querySamples(ctx context.Context, runID string) ([]record.Sample, error) {
 	rows, err := d.query(ctx, d.db, `SELECT seq, round, warmup, target, path, workload, pairs, flags, started, duration_ns, raw, error, profile
 		FROM samples WHERE run_id = ? ORDER BY seq`, runID)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var samples []Sample
+	var samples []record.Sample
 	for rows.Next() {
-		s := Sample{RunID: runID}
+		s := record.Sample{RunID: runID}
 		var (
 			warmup, durationNS int64
 			started, flags     sql.NullString

@@ -130,7 +130,7 @@ func migrations(dl dialect) []migration {
 			version: 4,
 			name:    "the process writing a run",
 			stmts: []string{
-				// Host, boot id, pid and process start time as JSON (Owner): a run whose
+				// Host, boot id, pid and process start time as JSON (record.Owner): a run whose
 				// process is gone without finishing it was killed.
 				`ALTER TABLE runs ADD COLUMN owner TEXT NOT NULL DEFAULT ''`,
 			},

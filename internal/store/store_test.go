@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 func TestRoundTrip(t *testing.T) { forEachBackend(t, testRoundTrip) }
@@ -25,7 +27,7 @@ func testRoundTrip(t *testing.T, b backend) {
 	if err := d.CreateRun(ctx, run); err != nil {
 		t.Fatal(err)
 	}
-	targets := []Target{
+	targets := []record.Target{
 		{RunID: run.ID, Name: "a", Fingerprint: map[string]string{"cni": "cilium/native", "kernel": "6.12.1", "mtu": "1500"}},
 		{RunID: run.ID, Name: "b"},
 	}
@@ -34,7 +36,7 @@ func testRoundTrip(t *testing.T, b backend) {
 			t.Fatal(err)
 		}
 	}
-	samples := []Sample{
+	samples := []record.Sample{
 		{RunID: run.ID, Seq: 0, Round: 0, Warmup: true, Target: "a", Path: "pod-pod/cross-node", Workload: "tcp-stream/4", Pairs: 1,
 			Started: t0(), Duration: 10*time.Second + 7, Metrics: map[string]float64{"throughput_bps": 9.4e9, "retransmits": 0},
 			Resources: map[string]float64{"node_cpu_pct": 12.5, "cpu_s_per_gb": 0.0123}, Raw: `{"end":{}}` + "\n\x01é"},
@@ -51,7 +53,7 @@ func testRoundTrip(t *testing.T, b backend) {
 		}
 	}
 	finished := t0().Add(time.Hour)
-	if err := d.FinishRun(ctx, run.ID, StatusComplete, finished, "all good"); err != nil {
+	if err := d.FinishRun(ctx, run.ID, record.StatusComplete, finished, "all good"); err != nil {
 		t.Fatal(err)
 	}
 
@@ -70,7 +72,7 @@ func testRoundTrip(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	want := run
-	want.Started, want.Finished, want.Status, want.Note = run.Started.UTC(), finished.UTC(), StatusComplete, "all good"
+	want.Started, want.Finished, want.Status, want.Note = run.Started.UTC(), finished.UTC(), record.StatusComplete, "all good"
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("run:\n got %+v\nwant %+v", got, want)
 	}
@@ -93,14 +95,14 @@ func testRoundTrip(t *testing.T, b backend) {
 	}
 
 	// A running run has a zero Finished time.
-	if err := d.CreateRun(ctx, Run{ID: "r2", Started: t0()}); err != nil {
+	if err := d.CreateRun(ctx, record.Run{ID: "r2", Started: t0()}); err != nil {
 		t.Fatal(err)
 	}
 	r2, err := d.Run(ctx, "r2")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !r2.Finished.IsZero() || r2.Status != StatusRunning {
+	if !r2.Finished.IsZero() || r2.Status != record.StatusRunning {
 		t.Errorf("new run: finished %v, status %q; want zero, running", r2.Finished, r2.Status)
 	}
 }
@@ -113,13 +115,13 @@ func testRunsNewestFirstAndDelete(t *testing.T, b backend) {
 	starts := map[string]time.Time{"b-middle": t0(), "a-oldest": t0().Add(-time.Hour), "c-newest": t0().Add(time.Hour)}
 	for _, id := range []string{"b-middle", "a-oldest", "c-newest"} {
 		addRunWithTarget(t, d, id)
-		if err := d.FinishRun(ctx, id, StatusPartial, time.Time{}, ""); err != nil {
+		if err := d.FinishRun(ctx, id, record.StatusPartial, time.Time{}, ""); err != nil {
 			t.Fatal(err)
 		}
 		if _, err := d.exec(ctx, d.db, `UPDATE runs SET started = ? WHERE id = ?`, formatTime(starts[id]), id); err != nil {
 			t.Fatal(err)
 		}
-		if err := d.AddSample(ctx, Sample{RunID: id, Seq: 0, Target: "a", Started: t0(),
+		if err := d.AddSample(ctx, record.Sample{RunID: id, Seq: 0, Target: "a", Started: t0(),
 			Metrics: map[string]float64{"x": 1}, Resources: map[string]float64{"y": 2}}); err != nil {
 			t.Fatal(err)
 		}
@@ -231,32 +233,32 @@ func testValidation(t *testing.T, b backend) {
 	d := openTest(t, b)
 	addRunWithTarget(t, d, "r")
 	for name, err := range map[string]error{
-		"run without id":           d.CreateRun(ctx, Run{Started: t0()}),
-		"run without start":        d.CreateRun(ctx, Run{ID: "x"}),
-		"run with bad status":      d.CreateRun(ctx, Run{ID: "x", Started: t0(), Status: "done"}),
+		"run without id":           d.CreateRun(ctx, record.Run{Started: t0()}),
+		"run without start":        d.CreateRun(ctx, record.Run{ID: "x"}),
+		"run with bad status":      d.CreateRun(ctx, record.Run{ID: "x", Started: t0(), Status: "done"}),
 		"duplicate run":            d.CreateRun(ctx, testRun("r", t0())),
-		"finish unknown run":       d.FinishRun(ctx, "nope", StatusFailed, t0(), "boom"),
+		"finish unknown run":       d.FinishRun(ctx, "nope", record.StatusFailed, t0(), "boom"),
 		"finish as running":        d.FinishRun(ctx, "r", "finished", t0(), ""),
-		"target of unknown run":    d.AddTarget(ctx, Target{RunID: "nope", Name: "a"}),
-		"duplicate target":         d.AddTarget(ctx, Target{RunID: "r", Name: "a"}),
-		"unnamed target":           d.AddTarget(ctx, Target{RunID: "r"}),
-		"sample of unknown run":    d.AddSample(ctx, Sample{RunID: "nope", Target: "a"}),
-		"sample of unknown target": d.AddSample(ctx, Sample{RunID: "r", Target: "zz"}),
-		"negative seq":             d.AddSample(ctx, Sample{RunID: "r", Seq: -1, Target: "a"}),
-		"empty metric name":        d.AddSample(ctx, Sample{RunID: "r", Target: "a", Metrics: map[string]float64{"": 1}}),
-		"infinite resource":        d.AddSample(ctx, Sample{RunID: "r", Target: "a", Resources: map[string]float64{"x": -1 / zero()}}),
+		"target of unknown run":    d.AddTarget(ctx, record.Target{RunID: "nope", Name: "a"}),
+		"duplicate target":         d.AddTarget(ctx, record.Target{RunID: "r", Name: "a"}),
+		"unnamed target":           d.AddTarget(ctx, record.Target{RunID: "r"}),
+		"sample of unknown run":    d.AddSample(ctx, record.Sample{RunID: "nope", Target: "a"}),
+		"sample of unknown target": d.AddSample(ctx, record.Sample{RunID: "r", Target: "zz"}),
+		"negative seq":             d.AddSample(ctx, record.Sample{RunID: "r", Seq: -1, Target: "a"}),
+		"empty metric name":        d.AddSample(ctx, record.Sample{RunID: "r", Target: "a", Metrics: map[string]float64{"": 1}}),
+		"infinite resource":        d.AddSample(ctx, record.Sample{RunID: "r", Target: "a", Resources: map[string]float64{"x": -1 / zero()}}),
 	} {
 		if err == nil {
 			t.Errorf("%s: no error", name)
 		}
 	}
-	if err := d.FinishRun(ctx, "nope", StatusFailed, t0(), ""); !errors.Is(err, ErrNotFound) {
+	if err := d.FinishRun(ctx, "nope", record.StatusFailed, t0(), ""); !errors.Is(err, ErrNotFound) {
 		t.Errorf("FinishRun(unknown): err = %v, want ErrNotFound", err)
 	}
-	if err := d.AddSample(ctx, Sample{RunID: "r", Seq: 7, Target: "a"}); err != nil {
+	if err := d.AddSample(ctx, record.Sample{RunID: "r", Seq: 7, Target: "a"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.AddSample(ctx, Sample{RunID: "r", Seq: 7, Target: "a"}); err == nil ||
+	if err := d.AddSample(ctx, record.Sample{RunID: "r", Seq: 7, Target: "a"}); err == nil ||
 		!strings.Contains(err.Error(), "add sample 7 of run r") {
 		t.Errorf("duplicate seq: err = %v, want one naming the sample and run", err)
 	}
@@ -393,7 +395,7 @@ func testOrdering(t *testing.T, b backend) {
 		}
 	}
 	for _, name := range []string{"a", "B", "_x", "é", "Z", "b"} {
-		if err := d.AddTarget(ctx, Target{RunID: "run-a", Name: name}); err != nil {
+		if err := d.AddTarget(ctx, record.Target{RunID: "run-a", Name: name}); err != nil {
 			t.Fatal(err)
 		}
 	}

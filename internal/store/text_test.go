@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // allBytes is every byte value once, so raw output holding it is not valid UTF-8 and has a
@@ -48,7 +50,7 @@ func testUnusualText(t *testing.T, b backend) {
 		t.Fatal(err)
 	}
 	fp := map[string]string{"nul\x00key": "bad \xff value", "ok": "é"}
-	if err := d.AddTarget(ctx, Target{RunID: "r", Name: "a", Fingerprint: fp}); err != nil {
+	if err := d.AddTarget(ctx, record.Target{RunID: "r", Name: "a", Fingerprint: fp}); err != nil {
 		t.Fatal(err)
 	}
 	raws := []string{
@@ -59,7 +61,7 @@ func testUnusualText(t *testing.T, b backend) {
 		"",
 	}
 	for seq, raw := range raws {
-		s := Sample{RunID: "r", Seq: seq, Target: "a", Started: t0(), Raw: raw, Error: "tool said \x00\xc3(",
+		s := record.Sample{RunID: "r", Seq: seq, Target: "a", Started: t0(), Raw: raw, Error: "tool said \x00\xc3(",
 			Metrics: map[string]float64{"x": float64(seq)}}
 		if err := d.AddSample(ctx, s); err != nil {
 			t.Fatalf("AddSample(raw %q): %v", raw, err)
@@ -80,7 +82,7 @@ func testUnusualText(t *testing.T, b backend) {
 			t.Errorf("sample %d: error %q, want %q", i, s.Error, want)
 		}
 	}
-	if err := d.FinishRun(ctx, "r", StatusFailed, t0(), "failed: \xff"); err != nil {
+	if err := d.FinishRun(ctx, "r", record.StatusFailed, t0(), "failed: \xff"); err != nil {
 		t.Fatal(err)
 	}
 	got, err := d.Run(ctx, "r")
@@ -103,15 +105,15 @@ func testUnusualText(t *testing.T, b backend) {
 	// Refused: ids and names, which are looked up again.
 	for name, err := range map[string]error{
 		"run id":       d.CreateRun(ctx, testRun("r\x00", t0())),
-		"suite":        d.CreateRun(ctx, Run{ID: "r2", Started: t0(), Suite: "\xff"}),
-		"version":      d.CreateRun(ctx, Run{ID: "r3", Started: t0(), Version: "v\x00"}),
-		"target name":  d.AddTarget(ctx, Target{RunID: "r", Name: "b\xff"}),
-		"target's run": d.AddTarget(ctx, Target{RunID: "r\xff", Name: "b"}),
-		"sample path":  d.AddSample(ctx, Sample{RunID: "r", Seq: 10, Target: "a", Path: "p\x00"}),
-		"workload":     d.AddSample(ctx, Sample{RunID: "r", Seq: 11, Target: "a", Workload: "\xc3"}),
-		"sample's run": d.AddSample(ctx, Sample{RunID: "\xff", Seq: 12, Target: "a"}),
-		"metric name":  d.AddSample(ctx, Sample{RunID: "r", Seq: 13, Target: "a", Metrics: map[string]float64{"m\x00": 1}}),
-		"resource":     d.AddSample(ctx, Sample{RunID: "r", Seq: 14, Target: "a", Resources: map[string]float64{"\xff": 1}}),
+		"suite":        d.CreateRun(ctx, record.Run{ID: "r2", Started: t0(), Suite: "\xff"}),
+		"version":      d.CreateRun(ctx, record.Run{ID: "r3", Started: t0(), Version: "v\x00"}),
+		"target name":  d.AddTarget(ctx, record.Target{RunID: "r", Name: "b\xff"}),
+		"target's run": d.AddTarget(ctx, record.Target{RunID: "r\xff", Name: "b"}),
+		"sample path":  d.AddSample(ctx, record.Sample{RunID: "r", Seq: 10, Target: "a", Path: "p\x00"}),
+		"workload":     d.AddSample(ctx, record.Sample{RunID: "r", Seq: 11, Target: "a", Workload: "\xc3"}),
+		"sample's run": d.AddSample(ctx, record.Sample{RunID: "\xff", Seq: 12, Target: "a"}),
+		"metric name":  d.AddSample(ctx, record.Sample{RunID: "r", Seq: 13, Target: "a", Metrics: map[string]float64{"m\x00": 1}}),
+		"resource":     d.AddSample(ctx, record.Sample{RunID: "r", Seq: 14, Target: "a", Resources: map[string]float64{"\xff": 1}}),
 	} {
 		if err == nil || !strings.Contains(err.Error(), "NUL byte or invalid UTF-8") {
 			t.Errorf("%s: err = %v", name, err)
@@ -132,7 +134,7 @@ func testUnusualText(t *testing.T, b backend) {
 		if err := d.DeleteRun(ctx, id); !errors.Is(err, ErrNotFound) {
 			t.Errorf("DeleteRun(%q): err = %v", id, err)
 		}
-		if err := d.FinishRun(ctx, id, StatusFailed, time.Time{}, ""); !errors.Is(err, ErrNotFound) {
+		if err := d.FinishRun(ctx, id, record.StatusFailed, time.Time{}, ""); !errors.Is(err, ErrNotFound) {
 			t.Errorf("FinishRun(%q): err = %v", id, err)
 		}
 		if tg, err := d.Targets(ctx, id); tg != nil || err != nil {

@@ -10,7 +10,6 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
-	"k8s.io/apimachinery/pkg/util/validation"
 )
 
 // runtimesOf is the runtimes a target is measured under: its own, else the suite's.
@@ -58,7 +57,7 @@ func checkRuntimeNames(field string, list []string) []error {
 	seen := map[string]bool{}
 	for i, rt := range list {
 		switch {
-		case len(validation.IsDNS1123Subdomain(rt)) > 0:
+		case !lab.IsObjectName(rt):
 			errs = append(errs, fmt.Errorf("%s[%d]: %q: expected a RuntimeClass name (lower-case letters, digits, '-', '.')", field, i, rt))
 		case seen[rt]:
 			errs = append(errs, fmt.Errorf("%s[%d]: %s is listed twice", field, i, rt))

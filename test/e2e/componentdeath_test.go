@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/runner"
-	"github.com/cnibench/cnibench/internal/store"
 )
 
 // deathSuite runs long enough for three components to die under it, one after the other.
@@ -87,7 +87,7 @@ var progressLine = regexp.MustCompile(`(?m)^\[\s*\d+/\d+\]`)
 // stored, good ones measured, and every failure explained by what was lost.
 func checkLossStored(ctx context.Context, t *testing.T, results, out string) {
 	run, samples := onlyRun(ctx, t, results, out)
-	if run.Status != store.StatusPartial || !strings.Contains(run.Note, "kube-apiserver") {
+	if run.Status != record.StatusPartial || !strings.Contains(run.Note, "kube-apiserver") {
 		t.Errorf("run status %q, note %q; want partial, naming kube-apiserver", run.Status, run.Note)
 	}
 	var measured, good int

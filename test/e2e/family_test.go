@@ -19,7 +19,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/lab"
-	"github.com/cnibench/cnibench/internal/store"
+	"github.com/cnibench/cnibench/internal/record"
 )
 
 // The IPv6 clusters: flannel-vxlan IPv6-only (the controller-manager allocates the nodes'
@@ -191,7 +191,7 @@ var remoteHost = regexp.MustCompile(`"remote_host":\s*"([^"]+)"`)
 // to an address of its target's family: IPv6 for flannel6 and bridge-dual.ipv6, IPv4 for
 // bridge-dual.ipv4, on every path (the node's address on the host network, ::1 on localhost,
 // the Service's ClusterIP through it).
-func checkSampleFamilies(t *testing.T, samples []store.Sample) {
+func checkSampleFamilies(t *testing.T, samples []record.Sample) {
 	seen := map[string]int{}
 	for _, s := range samples {
 		m := remoteHost.FindAllStringSubmatch(s.Raw, -1)

@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
@@ -233,7 +234,7 @@ func runLogged(ctx context.Context, t *testing.T, args ...string) (stdout, stder
 
 // onlyRun reads a store that must hold exactly one run: the run and its samples (detail names
 // the run in the failure).
-func onlyRun(ctx context.Context, t *testing.T, results, detail string) (store.Run, []store.Sample) {
+func onlyRun(ctx context.Context, t *testing.T, results, detail string) (record.Run, []record.Sample) {
 	t.Helper()
 	db, err := store.Open(ctx, results)
 	if err != nil {

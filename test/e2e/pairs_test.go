@@ -9,7 +9,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
@@ -115,7 +115,7 @@ func checkMergedPercentiles(ctx context.Context, t *testing.T, results, runID st
 		if s.Pairs != 10 || s.Workload != "tcp-rr/64B" || s.Error != "" {
 			continue
 		}
-		var reports []agent.RunReport
+		var reports []agentcmd.RunReport
 		if err := json.Unmarshal([]byte(s.Raw), &reports); err != nil || len(reports) != 10 {
 			t.Fatalf("sample %d: raw holds %d pair reports: %v", s.Seq, len(reports), err)
 		}

@@ -15,11 +15,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/agent"
+	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/runner"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
@@ -159,7 +160,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 
 // runDoc is what `cnibench run -o json` prints, as far as the tests read it.
 type runDoc struct {
-	Run     store.Run
+	Run     record.Run
 	Rows    []jsonRow
 	Targets []struct {
 		Name        string            `json:"name"`
@@ -330,7 +331,7 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var r agent.Result
+		var r agentcmd.Result
 		if err := json.Unmarshal(out, &r); err != nil {
 			t.Fatalf("rr output: %v\n%s", err, out)
 		}
@@ -517,7 +518,7 @@ func interruptRun(ctx context.Context, t *testing.T, suiteFile, results string, 
 // datagram once through its pod's interface, so the interface's packets are the datagrams the
 // server received over the sample's duration, over one minus the loss, plus the control
 // connection's few dozen. Every pod path of every other network workload has a figure.
-func checkPacketCount(t *testing.T, s store.Sample, d time.Duration) {
+func checkPacketCount(t *testing.T, s record.Sample, d time.Duration) {
 	t.Helper()
 	perPkt, ok := s.Resources[catalog.CPUPerPacket]
 	if s.Path == suite.Localhost {

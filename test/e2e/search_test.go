@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -41,7 +42,7 @@ func runSearch(ctx context.Context, t *testing.T, dir string) {
 	}
 	measured := 0
 	for _, s := range samples {
-		if s.Path == store.SetupPath {
+		if s.Path == record.SetupPath {
 			continue
 		}
 		measured++
