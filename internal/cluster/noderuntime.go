@@ -83,17 +83,14 @@ type nodeEnv struct {
 // of them had piled up in the host's /tmp over a day of test runs). It is empty when the
 // cluster's binaries or state lie under the host's /tmp (a test's temporary directory), which
 // a private /tmp would hide from the runtime.
-func tmpMount(binDir, stateDir string) string {
-	for _, p := range []string{binDir, stateDir} {
+func (e nodeEnv) tmpMount() string {
+	for _, p := range []string{e.bins.cache.BinDir(), e.layout.Dir(e.spec.Name)} {
 		if rel, err := filepath.Rel("/tmp", p); err == nil && !strings.HasPrefix(rel, "..") {
 			return ""
 		}
 	}
 	return "mount -t tmpfs -o mode=1777 cnb-tmp /tmp && "
 }
-
-// tmpMount is tmpMount for the cluster's binaries and state.
-func (e nodeEnv) tmpMount() string { return tmpMount(e.bins.cache.BinDir(), e.layout.Dir(e.spec.Name)) }
 
 // kubeletMounts runs in the kubelet's own mount namespace. The kubelet writes to two fixed
 // host paths whatever its --root-dir: symlinks in /var/log/containers and its device-plugin
