@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
@@ -12,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/util/intstr"
+	"k8s.io/client-go/kubernetes"
 	"sigs.k8s.io/yaml"
 
 	"github.com/cnibench/cnibench/internal/lab"
@@ -34,20 +34,20 @@ const corefile = `.:53 {
 `
 
 // installAddons creates a RuntimeClass per runtime handler, kube-proxy's ConfigMap, and CoreDNS.
-func (c *creator) installAddons(ctx context.Context) error {
-	ns := metav1.NamespaceSystem
+func installAddons(ctx context.Context, ac *actionContext) error {
+	ns, client := metav1.NamespaceSystem, ac.client
 	labels := map[string]string{"k8s-app": "kube-dns"}
-	if err := c.publishKubeProxyConfig(ctx); err != nil {
+	if err := publishKubeProxyConfig(ctx, client, ac.spec, ac.layout); err != nil {
 		return err
 	}
-	for _, h := range c.spec.Handlers() {
+	for _, h := range ac.spec.Handlers() {
 		rc := &nodev1.RuntimeClass{ObjectMeta: metav1.ObjectMeta{Name: h}, Handler: h}
-		if _, err := c.client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
+		if _, err := client.NodeV1().RuntimeClasses().Create(ctx, rc, metav1.CreateOptions{}); err != nil {
 			return fmt.Errorf("create RuntimeClass %s: %w", h, err)
 		}
 	}
 	sa := &corev1.ServiceAccount{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}}
-	if _, err := c.client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().ServiceAccounts(ns).Create(ctx, sa, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS service account: %w", err)
 	}
 	role := &rbacv1.ClusterRole{
@@ -57,7 +57,7 @@ func (c *creator) installAddons(ctx context.Context) error {
 			{APIGroups: []string{"discovery.k8s.io"}, Resources: []string{"endpointslices"}, Verbs: []string{"list", "watch"}},
 		},
 	}
-	if _, err := c.client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
+	if _, err := client.RbacV1().ClusterRoles().Create(ctx, role, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS cluster role: %w", err)
 	}
 	binding := &rbacv1.ClusterRoleBinding{
@@ -65,18 +65,18 @@ func (c *creator) installAddons(ctx context.Context) error {
 		RoleRef:    rbacv1.RoleRef{APIGroup: "rbac.authorization.k8s.io", Kind: "ClusterRole", Name: "system:coredns"},
 		Subjects:   []rbacv1.Subject{{Kind: "ServiceAccount", Name: "coredns", Namespace: ns}},
 	}
-	if _, err := c.client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
+	if _, err := client.RbacV1().ClusterRoleBindings().Create(ctx, binding, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS cluster role binding: %w", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: ns}, Data: map[string]string{"Corefile": corefile}}
-	if _, err := c.client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(ns).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS config: %w", err)
 	}
-	if _, err := c.client.AppsV1().Deployments(ns).Create(ctx, c.corednsDeployment(labels), metav1.CreateOptions{}); err != nil {
+	if _, err := client.AppsV1().Deployments(ns).Create(ctx, corednsDeployment(ac.spec.Images.CoreDNS, labels), metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create CoreDNS deployment: %w", err)
 	}
 	// kube-dns has an address of each family the cluster has, so that a pod of either finds it.
-	p, policy := c.spec.Plan(), corev1.IPFamilyPolicySingleStack
+	p, policy := ac.spec.Plan(), corev1.IPFamilyPolicySingleStack
 	ips := strs(p.DNSServiceIPs())
 	if len(ips) > 1 {
 		policy = corev1.IPFamilyPolicyRequireDualStack
@@ -92,13 +92,14 @@ func (c *creator) installAddons(ctx context.Context) error {
 			},
 		},
 	}
-	if _, err := c.client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().Services(ns).Create(ctx, svc, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create kube-dns service: %w", err)
 	}
 	return nil
 }
 
-func (c *creator) corednsDeployment(labels map[string]string) *appsv1.Deployment {
+// corednsDeployment is CoreDNS, one replica of image.
+func corednsDeployment(image string, labels map[string]string) *appsv1.Deployment {
 	replicas := int32(1)
 	return &appsv1.Deployment{
 		ObjectMeta: metav1.ObjectMeta{Name: "coredns", Namespace: metav1.NamespaceSystem, Labels: labels},
@@ -114,7 +115,7 @@ func (c *creator) corednsDeployment(labels map[string]string) *appsv1.Deployment
 					DNSPolicy: corev1.DNSDefault,
 					Containers: []corev1.Container{{
 						Name:            "coredns",
-						Image:           c.spec.Images.CoreDNS,
+						Image:           image,
 						ImagePullPolicy: corev1.PullNever,
 						Ports: []corev1.ContainerPort{
 							{Name: "dns", ContainerPort: 53, Protocol: corev1.ProtocolUDP},
@@ -140,9 +141,9 @@ func (c *creator) corednsDeployment(labels map[string]string) *appsv1.Deployment
 
 // waitCoreDNS waits until the CoreDNS deployment is available; on timeout it says what the pod
 // is doing and shows the end of its kubelet's log.
-func (c *creator) waitCoreDNS(ctx context.Context) error {
-	err := c.poll(ctx, "CoreDNS to become available", c.wait, func() (bool, error) {
-		d, err := c.client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, "coredns", metav1.GetOptions{})
+func waitCoreDNS(ctx context.Context, ac *actionContext) error {
+	err := ac.procs.poll(ctx, "CoreDNS to become available", ac.waits.total, func() (bool, error) {
+		d, err := ac.client.AppsV1().Deployments(metav1.NamespaceSystem).Get(ctx, "coredns", metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -151,8 +152,8 @@ func (c *creator) waitCoreDNS(ctx context.Context) error {
 	if err == nil || ctx.Err() != nil {
 		return err
 	}
-	node, state := c.spec.NodeName(1), "no CoreDNS pod"
-	pods, lerr := c.client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
+	node, state := ac.spec.NodeName(1), "no CoreDNS pod"
+	pods, lerr := ac.client.CoreV1().Pods(metav1.NamespaceSystem).List(ctx, metav1.ListOptions{LabelSelector: "k8s-app=kube-dns"})
 	if lerr == nil && len(pods.Items) > 0 {
 		p := pods.Items[0]
 		state = fmt.Sprintf("CoreDNS pod %s: %s", p.Name, p.Status.Phase)
@@ -166,7 +167,7 @@ func (c *creator) waitCoreDNS(ctx context.Context) error {
 		}
 	}
 	return fmt.Errorf("%w; %s; last lines of %s-kubelet.log:\n%s", err, state, node,
-		tail(filepath.Join(c.layout.LogDir(c.spec.Name), node+"-kubelet.log"), 15))
+		tail(ac.procs.logFile(node+"-kubelet"), 15))
 }
 
 // publishKubeProxyConfig writes the kube-proxy configuration into kube-system's kube-proxy
@@ -174,17 +175,17 @@ func (c *creator) waitCoreDNS(ctx context.Context) error {
 // (cnibench's own fingerprint of a remote target among them) finds the mode. The kube-proxies
 // read their files; the ConfigMap only says what they run. A cluster without kube-proxy has
 // none, as a kubeadm cluster whose CNI replaced it.
-func (c *creator) publishKubeProxyConfig(ctx context.Context) error {
-	if c.spec.ProxyMode == lab.ProxyNone {
+func publishKubeProxyConfig(ctx context.Context, client kubernetes.Interface, s Spec, l Layout) error {
+	if s.ProxyMode == lab.ProxyNone {
 		return nil
 	}
-	data, err := yaml.Marshal(c.kubeProxyConfig())
+	data, err := yaml.Marshal(kubeProxyConfig(s, l))
 	if err != nil {
 		return fmt.Errorf("encode kube-proxy config: %w", err)
 	}
 	cm := &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "kube-proxy", Namespace: metav1.NamespaceSystem, Labels: map[string]string{"app": "kube-proxy"}},
 		Data: map[string]string{"config.conf": string(data)}}
-	if _, err := c.client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
+	if _, err := client.CoreV1().ConfigMaps(metav1.NamespaceSystem).Create(ctx, cm, metav1.CreateOptions{}); err != nil {
 		return fmt.Errorf("create kube-proxy ConfigMap: %w", err)
 	}
 	return nil

@@ -179,7 +179,7 @@ func TestClusterOfNetns(t *testing.T) {
 }
 
 func TestExternalAddressesAndGateway(t *testing.T) {
-	s := Spec{Name: "x", Index: 3, Nodes: 3, HasExternal: true}
+	s := Spec{LocalConfig: lab.LocalConfig{Name: "x", Nodes: 3}, Index: 3, HasExternal: true}
 	e, ok := s.External()
 	if !ok || e.Direct != "10.203.0.200" || e.ViaGateway != "10.203.0.201" || e.Control != "10.203.0.200:25199" || e.GatewayNode != "node3" {
 		t.Errorf("External() = %+v, %v", e, ok)
@@ -190,11 +190,11 @@ func TestExternalAddressesAndGateway(t *testing.T) {
 			t.Errorf("%s is not on the underlay", ip)
 		}
 	}
-	one := Spec{Name: "x", Nodes: 1, HasExternal: true}
+	one := Spec{LocalConfig: lab.LocalConfig{Name: "x", Nodes: 1}, HasExternal: true}
 	if e, _ := one.External(); e.ViaGateway != "" || e.GatewayNode != "" {
 		t.Errorf("a one-node cluster has no gateway, got %+v", e)
 	}
-	if _, ok := (Spec{Name: "old", Nodes: 2}).External(); ok {
+	if _, ok := (Spec{LocalConfig: lab.LocalConfig{Name: "old", Nodes: 2}}).External(); ok {
 		t.Error("a cluster created without the external host reports one")
 	}
 }
@@ -241,7 +241,7 @@ func TestValidateOptionsNamesTheSetting(t *testing.T) {
 		t.Errorf("defaults not filled: %+v", o.LocalConfig)
 	}
 	// The root veth cnb-<name> must fit the kernel's 15-byte interface names.
-	if s := (Spec{Name: "abcdefghijk"}); lab.CheckClusterName(s.Name) != nil || len(s.HostLink()) > 15 {
+	if s := (Spec{LocalConfig: lab.LocalConfig{Name: "abcdefghijk"}}); lab.CheckClusterName(s.Name) != nil || len(s.HostLink()) > 15 {
 		t.Errorf("longest valid name gives link %q", s.HostLink())
 	}
 }

@@ -21,11 +21,11 @@ func (l Layout) CAFile(name string) string { return filepath.Join(l.pkiDir(name)
 // externalCert is the base name of the external agent's certificate and key in the PKI dir.
 const externalCert = "external-agent"
 
-// issueCert signs a serving certificate for ips with the cluster's CA, writes it to the PKI
-// directory as base.crt and base.key, and returns the two files.
-func (c *creator) issueCert(base string, ips ...net.IP) (cert, key string, err error) {
-	dir := c.layout.pkiDir(c.spec.Name)
-	caCert, err := os.ReadFile(c.layout.CAFile(c.spec.Name))
+// issueCert signs a serving certificate for ips with the CA of the cluster called name, writes
+// it to the PKI directory as base.crt and base.key, and returns the two files.
+func issueCert(l Layout, name, base string, ips ...net.IP) (cert, key string, err error) {
+	dir := l.pkiDir(name)
+	caCert, err := os.ReadFile(l.CAFile(name))
 	if err != nil {
 		return "", "", fmt.Errorf("read the cluster's CA: %w", err)
 	}

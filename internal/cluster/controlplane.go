@@ -45,23 +45,22 @@ func AuditLog(l Layout, name string) string { return filepath.Join(l.LogDir(name
 
 // startControlPlane starts etcd and the API server, waits for /readyz, then starts the
 // controller-manager and scheduler.
-func (c *creator) startControlPlane(ctx context.Context) error {
-	s, p := c.spec, c.spec.Plan()
-	dir := c.layout.Dir(s.Name)
-	pkiDir := c.layout.pkiDir(s.Name)
-	pk := func(f string) string { return filepath.Join(pkiDir, f) }
-	cg := s.CgroupRoot() + "/ctl"
-
+func startControlPlane(ctx context.Context, ac *actionContext) error {
+	s := ac.spec
+	dir := ac.layout.Dir(s.Name)
+	inCtl := func(name string, argv []string) error {
+		_, err := ac.procs.start(daemon{name: name, netns: s.CtlNetns(), cgroup: s.CgroupRoot() + "/ctl", argv: argv})
+		return err
+	}
 	// etcd listens on the namespace's loopback only: nothing but the API server talks to it.
-	_, err := c.start(ctx, daemon{name: "etcd", netns: s.CtlNetns(), cgroup: cg, argv: []string{
-		c.hostBin("etcd"),
+	if err := inCtl("etcd", []string{
+		hostBin("etcd"),
 		"--name=cnb", "--data-dir=" + filepath.Join(dir, "etcd"),
 		"--listen-client-urls=http://127.0.0.1:2379", "--advertise-client-urls=http://127.0.0.1:2379",
 		"--listen-peer-urls=http://127.0.0.1:2380", "--initial-advertise-peer-urls=http://127.0.0.1:2380",
 		"--initial-cluster=cnb=http://127.0.0.1:2380", "--listen-metrics-urls=",
 		"--quota-backend-bytes=2147483648", "--log-level=warn",
-	}})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	admission, audit := filepath.Join(dir, "admission.yaml"), filepath.Join(dir, "audit-policy.yaml")
@@ -71,8 +70,35 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 	if err := os.WriteFile(audit, []byte(auditPolicy), 0o644); err != nil {
 		return fmt.Errorf("write the API server's audit policy: %w", err)
 	}
-	_, err = c.start(ctx, daemon{name: "kube-apiserver", netns: s.CtlNetns(), cgroup: cg, argv: []string{
-		c.kube("kube-apiserver"),
+	if err := inCtl("kube-apiserver", apiServerArgv(s, ac.layout, ac.bins.kube("kube-apiserver"), admission, audit)); err != nil {
+		return err
+	}
+	ac.log.Printf("waiting for the API server")
+	if err := waitAPIServer(ctx, ac); err != nil {
+		return err
+	}
+	pk := func(f string) string { return filepath.Join(ac.layout.pkiDir(s.Name), f) }
+	common := []string{
+		"--kubeconfig=" + pk("{who}.kubeconfig"),
+		"--authentication-kubeconfig=" + pk("{who}.kubeconfig"),
+		"--authorization-kubeconfig=" + pk("{who}.kubeconfig"),
+		"--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false",
+		"--cert-dir=" + filepath.Join(dir, "{who}"),
+	}
+	cmArgs := append(expand(common, "controller-manager"), controllerManagerArgs(s, ac.layout, ac.dp.AllocateNodeCIDRs())...)
+	if err := inCtl("kube-controller-manager", append([]string{ac.bins.kube("kube-controller-manager")}, cmArgs...)); err != nil {
+		return err
+	}
+	return inCtl("kube-scheduler", append([]string{ac.bins.kube("kube-scheduler")}, expand(common, "scheduler")...))
+}
+
+// apiServerArgv is the API server's command line, the binary first; admission and audit are
+// its configuration files.
+func apiServerArgv(s Spec, l Layout, binary, admission, audit string) []string {
+	p, dir := s.Plan(), l.Dir(s.Name)
+	pk := func(f string) string { return filepath.Join(l.pkiDir(s.Name), f) }
+	return []string{
+		binary,
 		"--etcd-servers=http://127.0.0.1:2379",
 		"--advertise-address=" + p.APIServerIP().String(),
 		// The root namespace and the nodes reach it over IPv4 in every family.
@@ -90,51 +116,35 @@ func (c *creator) startControlPlane(ctx context.Context) error {
 		"--service-account-signing-key-file=" + pk("sa.key"),
 		"--authorization-mode=Node,RBAC", "--enable-admission-plugins=NodeRestriction",
 		"--admission-control-config-file=" + admission,
-		"--audit-policy-file=" + audit, "--audit-log-path=" + AuditLog(c.layout, s.Name),
+		"--audit-policy-file=" + audit, "--audit-log-path=" + AuditLog(l, s.Name),
 		"--audit-log-maxsize=100", "--audit-log-maxbackup=1",
 		"--allow-privileged=true", "--profiling=false",
 		"--cert-dir=" + filepath.Join(dir, "apiserver"),
-	}})
-	if err != nil {
-		return err
 	}
-	c.progress("waiting for the API server")
-	if err := c.waitAPIServer(ctx); err != nil {
-		return err
-	}
-	common := []string{
-		"--kubeconfig=" + pk("{who}.kubeconfig"),
-		"--authentication-kubeconfig=" + pk("{who}.kubeconfig"),
-		"--authorization-kubeconfig=" + pk("{who}.kubeconfig"),
-		"--leader-elect=false", "--bind-address=127.0.0.1", "--profiling=false",
-		"--cert-dir=" + filepath.Join(dir, "{who}"),
-	}
-	cmArgs := append(expand(common, "controller-manager"),
+}
+
+// controllerManagerArgs are the controller-manager's own flags; allocate says whether it
+// allocates the nodes' pod CIDRs (the datapath's choice).
+func controllerManagerArgs(s Spec, l Layout, allocate bool) []string {
+	p, pk := s.Plan(), func(f string) string { return filepath.Join(l.pkiDir(s.Name), f) }
+	args := []string{
 		// Node certificates are issued up front, so nothing signs CSRs; the four signers would
 		// each hold an inotify instance on the CA files, and root's instances are what limits
 		// how many clusters run at once.
 		"--controllers=*,-csrsigning",
 		// The default, /usr/libexec/kubernetes/..., would be created on the host.
-		"--flex-volume-plugin-dir="+filepath.Join(dir, "controller-manager", "volume-plugins"),
-		"--root-ca-file="+pk("ca.crt"), "--service-account-private-key-file="+pk("sa.key"),
+		"--flex-volume-plugin-dir=" + filepath.Join(l.Dir(s.Name), "controller-manager", "volume-plugins"),
+		"--root-ca-file=" + pk("ca.crt"), "--service-account-private-key-file=" + pk("sa.key"),
 		"--use-service-account-credentials=true",
-		"--service-cluster-ip-range="+joined(p.ServiceCIDRs()),
-		"--cluster-cidr="+joined(p.ClusterCIDRs()),
-		fmt.Sprintf("--allocate-node-cidrs=%t", c.dp.AllocateNodeCIDRs()),
+		"--service-cluster-ip-range=" + joined(p.ServiceCIDRs()),
+		"--cluster-cidr=" + joined(p.ClusterCIDRs()),
+		fmt.Sprintf("--allocate-node-cidrs=%t", allocate),
 		// Without a cloud provider the route controller would only complain.
 		"--configure-cloud-routes=false",
-	)
+	}
 	// The plan's node subnets, a /24 of IPv4 and a /64 of IPv6; the controller-manager refuses
 	// the flag of a family the cluster has not.
-	cmArgs = append(cmArgs, families(p, "--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64")...)
-	_, err = c.start(ctx, daemon{name: "kube-controller-manager", netns: s.CtlNetns(), cgroup: cg,
-		argv: append([]string{c.kube("kube-controller-manager")}, cmArgs...)})
-	if err != nil {
-		return err
-	}
-	_, err = c.start(ctx, daemon{name: "kube-scheduler", netns: s.CtlNetns(), cgroup: cg,
-		argv: append([]string{c.kube("kube-scheduler")}, expand(common, "scheduler")...)})
-	return err
+	return append(args, families(p, "--node-cidr-mask-size-ipv4=24", "--node-cidr-mask-size-ipv6=64")...)
 }
 
 // expand fills the {who} in each argument.

@@ -7,12 +7,9 @@ import (
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -20,7 +17,6 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/progress"
 	"github.com/cnibench/cnibench/internal/setting"
-	"k8s.io/client-go/kubernetes"
 )
 
 // Options are the inputs of Create.
@@ -48,30 +44,6 @@ type Options struct {
 	// Layout and Cache default to DefaultLayout() and binaries.DefaultDir().
 	Layout Layout
 	Cache  binaries.Cache
-}
-
-// creator carries the state of one create.
-type creator struct {
-	layout Layout
-	cache  binaries.Cache
-	spec   Spec
-	dp     datapath.Datapath
-	k8s    binaries.Component
-	cg     cgroupTree
-	out    io.Writer
-	began  time.Time
-	log    *progress.Log
-	client kubernetes.Interface
-	wait   time.Duration
-	// archives are the image archives every node imports.
-	archives []string
-	// gatewayAPI: the cluster gets the Gateway API split (Options.GatewayAPI).
-	gatewayAPI bool
-	// registry says the cluster gets a lab registry.
-	registry bool
-
-	mu      sync.Mutex
-	daemons []*running
 }
 
 // validate checks the options and fills their defaults; each error is a *setting.Error naming
@@ -125,109 +97,81 @@ func Create(ctx context.Context, o Options) (err error) {
 	if err != nil {
 		return err
 	}
-	c := &creator{layout: o.Layout, cache: o.Cache, dp: dp, k8s: k8s, cg: cg, out: o.Out, began: time.Now(), wait: o.Wait, gatewayAPI: o.GatewayAPI, registry: o.Registry}
-	c.log = progress.New(o.Out, c.began)
-	if c.spec, err = reserve(o, cg.String()); err != nil {
+	began := time.Now()
+	spec, err := reserve(o, cg.String())
+	if err != nil {
 		return err
 	}
-	c.spec.ImageStore = ImageStoreTmpfs
-	if o.RuntimeOnDisk || c.spec.ContainerRuntime() == lab.CRICrio {
-		c.spec.ImageStore = ImageStoreDisk
+	spec.ImageStore = ImageStoreTmpfs
+	if o.RuntimeOnDisk || spec.ContainerRuntime() == lab.CRICrio {
+		spec.ImageStore = ImageStoreDisk
 	}
+	ac := &actionContext{spec: spec, layout: o.Layout, bins: binPaths{cache: o.Cache, k8s: k8s}, dp: dp,
+		procs: newSupervisor(o.Layout, spec, cg), log: progress.New(o.Out, began), out: o.Out, waits: waits{total: o.Wait}}
 	defer func() {
 		if err != nil {
 			// An interrupted create (Ctrl-C) has nothing to explain: its logs go with it.
-			err = c.abort(err, !errors.Is(ctx.Err(), context.Canceled))
+			err = abort(ac, err, !errors.Is(ctx.Err(), context.Canceled))
 		}
 	}()
-	if err := c.build(ctx); err != nil {
+	if err := runActions(ctx, ac, createActions(o.GatewayAPI)); err != nil {
 		return err
 	}
-	c.spec.Status = StatusReady
-	if err := c.layout.writeSpec(c.spec); err != nil {
+	ac.spec.Status = StatusReady
+	if err := ac.save(); err != nil {
 		return err
 	}
-	c.progress("cluster %s is ready (%d nodes, datapath %s, kube-proxy %s)", c.spec.Name, c.spec.Nodes, c.spec.Datapath, c.spec.ProxyMode)
+	s := ac.spec
+	ac.log.Printf("cluster %s is ready (%d nodes, datapath %s, kube-proxy %s)", s.Name, s.Nodes, s.Datapath, s.ProxyMode)
 	return nil
 }
 
-// build runs the steps of a create in order.
-func (c *creator) build(ctx context.Context) error {
-	steps := []struct {
-		what string
-		fn   func(context.Context) error
-	}{
-		{"building images", c.buildImages},
-		{"issuing certificates", func(context.Context) error { return writePKI(c.layout, c.spec) }},
-		{"creating namespaces and underlay", c.setupNetwork},
-		{"sharing the state directory with the node runtimes", c.shareStateDir},
-		{"starting etcd and the control plane", c.startControlPlane},
-		{"starting nodes", c.startNodes},
-		{"waiting for nodes to be Ready", c.waitNodesReady},
-		{"installing CoreDNS and a RuntimeClass per runtime handler", c.installAddons},
-		{"waiting for CoreDNS", c.waitCoreDNS},
-		{"starting the external host and the egress gateway", c.setupExternal},
-		{"starting the lab registry", c.setupRegistry},
-		{"installing the Gateway API", c.installGatewayAPI},
+// createActions are the steps of a create, in order; gatewayAPI is Options.GatewayAPI.
+func createActions(gatewayAPI bool) []action {
+	return []action{
+		{"building images", buildImages(gatewayAPI)},
+		{"issuing certificates", func(_ context.Context, ac *actionContext) error { return writePKI(ac.layout, ac.spec) }},
+		{"creating namespaces and underlay", setupNetwork},
+		{"sharing the state directory with the node runtimes", shareStateDir},
+		{"starting etcd and the control plane", startControlPlane},
+		{"starting nodes", startNodes},
+		{"waiting for nodes to be Ready", waitNodesReady},
+		{"installing CoreDNS and a RuntimeClass per runtime handler", installAddons},
+		{"waiting for CoreDNS", waitCoreDNS},
+		{"starting the external host and the egress gateway", setupExternal},
+		{"starting the lab registry", setupRegistry},
+		{"installing the Gateway API", installGatewayAPI(gatewayAPI)},
 	}
-	for _, st := range steps {
-		if err := ctx.Err(); err != nil {
-			return fmt.Errorf("create %s: %w", c.spec.Name, err)
-		}
-		c.progress("%s", st.what)
-		if err := st.fn(ctx); err != nil {
-			return fmt.Errorf("create %s: %s: %w", c.spec.Name, st.what, err)
-		}
-	}
-	return nil
 }
 
 // abort removes a failed cluster, keeping its logs for the user if keepLogs, and returns the
 // cause.
-func (c *creator) abort(cause error, keepLogs bool) error {
-	c.progress("create failed; removing what was created")
+func abort(ac *actionContext, cause error, keepLogs bool) error {
+	ac.log.Printf("create failed; removing what was created")
+	name, layout := ac.spec.Name, ac.layout
 	kept := ""
-	logs := c.layout.LogDir(c.spec.Name)
+	logs := layout.LogDir(name)
 	if entries, err := os.ReadDir(logs); keepLogs && err == nil && len(entries) > 0 {
-		dst := filepath.Join(filepath.Dir(c.layout.Root), "failed", fmt.Sprintf("%s-%s", c.spec.Name, time.Now().Format("20060102-150405")))
+		dst := filepath.Join(filepath.Dir(layout.Root), "failed", fmt.Sprintf("%s-%s", name, time.Now().Format("20060102-150405")))
 		// A copy, not a rename: the state directory is a mount of its own, and rename(2)
 		// does not cross mounts.
 		if err := copyDir(logs, dst); err == nil {
 			kept = dst
 		} else {
-			c.progress("could not keep the logs: %v", err)
+			ac.log.Printf("could not keep the logs: %v", err)
 		}
 	}
 	// A fresh context: the create's own may be the one that was cancelled.
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	c.killOwn(ctx)
-	if err := Delete(ctx, DeleteOptions{Name: c.spec.Name, Layout: c.layout, Out: c.out}); err != nil {
+	ac.procs.killAll(ctx)
+	if err := Delete(ctx, DeleteOptions{Name: name, Layout: layout, Out: ac.out}); err != nil {
 		cause = fmt.Errorf("%w\ncleanup after the failure also failed: %v", cause, err)
 	}
 	if kept != "" {
 		cause = fmt.Errorf("%w\nlogs of the failed cluster: %s", cause, kept)
 	}
 	return cause
-}
-
-// killOwn kills the daemons this create started and waits until they are reaped. Delete finds
-// processes through the cluster's cgroup, but a daemon started a moment ago may still be in its
-// nsenter/sh prologue, not yet in that cgroup; as the parent, create knows it regardless.
-func (c *creator) killOwn(ctx context.Context) {
-	c.mu.Lock()
-	own := append([]*running(nil), c.daemons...)
-	c.mu.Unlock()
-	for _, r := range own {
-		_ = syscall.Kill(r.pid, syscall.SIGKILL)
-	}
-	for _, r := range own {
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return
-		}
-	}
 }
 
 // reserve allocates the name and address block under a lock and writes the spec, before any
@@ -266,8 +210,7 @@ func reserve(o Options, cgroups string) (Spec, error) {
 	if err := o.Layout.claimHostDirs(); err != nil {
 		return Spec{}, err
 	}
-	s := Spec{Name: o.Name, Index: index, Nodes: o.Nodes, Datapath: o.Datapath, ProxyMode: o.ProxyMode,
-		KubernetesVersion: o.Kubernetes, Cgroups: cgroups, CRI: o.CRI, Runtimes: o.Runtimes, MTU: o.MTU, IPFamily: o.IPFamily,
+	s := Spec{LocalConfig: o.LocalConfig, Index: index, Cgroups: cgroups, Runtimes: o.Runtimes,
 		Status: StatusCreating, Created: time.Now().UTC()}
 	return s, o.Layout.writeSpec(s)
 }
@@ -297,92 +240,6 @@ func chooseIndex(subnet string, used map[int]bool, routes []*net.IPNet, family s
 	}
 	return index, nil
 }
-
-// progress prints one line with the time since create began.
-func (c *creator) progress(format string, args ...any) { c.log.Printf(format, args...) }
-
-// watch registers a started daemon: its death fails the create at once, and an aborted create
-// kills it.
-func (c *creator) watch(r *running) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.daemons = append(c.daemons, r)
-}
-
-// deadDaemon returns the error of the first watched daemon that has exited.
-func (c *creator) deadDaemon() error {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	for _, r := range c.daemons {
-		if err := r.exited(); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// poll waits for cond, failing early when a daemon dies, the context ends or timeout passes.
-func (c *creator) poll(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
-	deadline := time.Now().Add(timeout)
-	tick := time.NewTicker(100 * time.Millisecond)
-	defer tick.Stop()
-	for {
-		ok, err := cond()
-		if err != nil {
-			return err
-		}
-		if ok {
-			return nil
-		}
-		if err := c.deadDaemon(); err != nil {
-			return err
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-		}
-	}
-}
-
-// stepTimeout bounds one step's wait: a share of --wait, and never less than the step's own
-// floor (what it needs on an ordinary host). A slow host, such as an emulated VM, lengthens
-// every wait of the create with the one flag; a short --wait bounds only the wait for nodes.
-func (c *creator) stepTimeout(share int, floor time.Duration) time.Duration {
-	return max(c.wait/time.Duration(share), floor)
-}
-
-// bin is the path of a cached binary.
-func (c *creator) bin(name string) string { return c.cache.Path(name) }
-
-// kube is the path of one of the cluster's Kubernetes release's binaries.
-func (c *creator) kube(name string) string { return c.cache.BinaryPath(c.k8s, name) }
-
-// anyBin is the path of a cached binary, the cluster's Kubernetes release's included (flannel's
-// start script runs kubectl).
-func (c *creator) anyBin(name string) string {
-	if slices.Contains(c.k8s.Binaries, name) {
-		return c.kube(name)
-	}
-	return c.bin(name)
-}
-
-// hostBin is a binary from the host's packages (etcd, runc).
-func (c *creator) hostBin(name string) string {
-	if p, err := exec.LookPath(name); err == nil {
-		return p
-	}
-	return name
-}
-
-// cniBinDir holds the CNI plugins.
-func (c *creator) cniBinDir() string { return filepath.Dir(c.cache.Path("bridge")) }
-
-// runDir holds pid files.
-func (c *creator) runDir() string { return filepath.Join(c.layout.Dir(c.spec.Name), "run") }
 
 // parallel runs fn for nodes 1..n concurrently and joins their errors.
 func parallel(n int, fn func(i int) error) error {

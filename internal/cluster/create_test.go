@@ -15,26 +15,27 @@ func TestBinaryPaths(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	c := &creator{cache: binaries.Cache{Dir: "/c"}, k8s: k8s, wait: 3 * time.Minute}
+	b := binPaths{cache: binaries.Cache{Dir: "/c"}, k8s: k8s}
 	for name, want := range map[string]string{
 		"kubectl":  "/c/bin/kubernetes-v1.34.2/kubectl",
 		"kubelet":  "/c/bin/kubernetes-v1.34.2/kubelet",
 		"flanneld": "/c/bin/flanneld",
 		"ctr":      "/c/bin/ctr",
 	} {
-		if got := c.anyBin(name); got != filepath.Clean(want) {
-			t.Errorf("anyBin(%s) = %s, want %s", name, got, want)
+		if got := b.any(name); got != filepath.Clean(want) {
+			t.Errorf("any(%s) = %s, want %s", name, got, want)
 		}
 	}
-	if got := c.kube("kube-apiserver"); got != "/c/bin/kubernetes-v1.34.2/kube-apiserver" {
+	if got := b.kube("kube-apiserver"); got != "/c/bin/kubernetes-v1.34.2/kube-apiserver" {
 		t.Errorf("kube(kube-apiserver) = %s", got)
 	}
-	if got := c.stepTimeout(3, 10*time.Second); got != time.Minute {
-		t.Errorf("stepTimeout(3) at --wait 3m = %s, want 1m", got)
+	w := waits{total: 3 * time.Minute}
+	if got := w.step(3, 10*time.Second); got != time.Minute {
+		t.Errorf("step(3) at --wait 3m = %s, want 1m", got)
 	}
-	c.wait = time.Second // a short --wait bounds the wait for nodes, not the steps before it
-	if got := c.stepTimeout(3, time.Minute); got != time.Minute {
-		t.Errorf("stepTimeout(3, 1m) at --wait 1s = %s, want the floor 1m", got)
+	w.total = time.Second // a short --wait bounds the wait for nodes, not the steps before it
+	if got := w.step(3, time.Minute); got != time.Minute {
+		t.Errorf("step(3, 1m) at --wait 1s = %s, want the floor 1m", got)
 	}
 }
 
@@ -50,9 +51,9 @@ func TestTmpMount(t *testing.T) {
 		{"/var/cache/cnibench", "/tmp/TestX/002", false},
 		{"/tmpcache", "/var/lib/cnibench", true},
 	} {
-		c := &creator{cache: binaries.Cache{Dir: tc.cache}, layout: Layout{Root: tc.root}}
-		c.spec.Name = "cnbt"
-		if got := c.tmpMount() != ""; got != tc.private {
+		e := nodeEnv{bins: binPaths{cache: binaries.Cache{Dir: tc.cache}}, layout: Layout{Root: tc.root}}
+		e.spec.Name = "cnbt"
+		if got := e.tmpMount() != ""; got != tc.private {
 			t.Errorf("cache %s, state %s: private /tmp %v, want %v", tc.cache, tc.root, got, tc.private)
 		}
 	}

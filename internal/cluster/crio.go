@@ -13,17 +13,25 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 )
 
-// crioDir holds everything of node i's CRI-O: configuration, image storage, state, sockets.
-func (c *creator) crioDir(i int) string { return filepath.Join(c.nodeDir(i), "crio") }
+// crio is the nodes' runtime in a CRI-O cluster: one CRI-O a node, each with every path
+// inside the node's directory, and the cluster's images copied into its storage.
+type crio struct {
+	nodeEnv
+	// archives are the image archives every node imports.
+	archives []string
+}
 
-func (c *creator) crioSocket(i int) string { return filepath.Join(c.crioDir(i), "crio.sock") }
+// crioDir holds everything of node n's CRI-O: configuration, image storage, state, sockets.
+func crioDir(n node) string { return filepath.Join(n.dir, "crio") }
+
+func (crio) socket(n node) string { return filepath.Join(crioDir(n), "crio.sock") }
 
 // crioMounts runs in CRI-O's own mount namespace before it starts. CRI-O, conmon and runc
 // write to fixed paths under /run; libcni keeps its cache in /var/lib/cni; and a resolver
 // configuration without a nameserver means no lookup of CRI-O's ever leaves the lab. The
 // node's own directory ($3) replaces /etc/containers, where CRI-O looks for a registry's CA
 // (certs.d) and no setting moves it: the lab registry's CA is there, the host's are not. The
-// script starts with the creator's tmpMount.
+// script starts with tmpMount.
 const crioMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && mount --bind "$2" /etc/resolv.conf && mount --bind "$3" /etc/containers && shift 3 && exec "$@"`
 
 // importMounts runs skopeo in a mount namespace of its own: containers/storage bind-mounts its
@@ -80,9 +88,9 @@ func crioPolicy(registry string) string {
 `
 }
 
-// crioConfig renders node i's CRI-O configuration, every path under the node's directory.
-func (c *creator) crioConfig(i int, wrapper string) string {
-	d, node := c.crioDir(i), c.dpNode(i)
+// config renders node n's CRI-O configuration, every path under the node's directory.
+func (c crio) config(n node, wrapper string) string {
+	d := crioDir(n)
 	return fmt.Sprintf(`[crio]
 root = %[1]q
 runroot = %[2]q
@@ -138,38 +146,65 @@ enable_metrics = false
 
 [crio.nri]
 enable_nri = false
-`, filepath.Join(d, "root"), filepath.Join(d, "runroot"), filepath.Join(c.nodeDir(i), "pod-logs"),
+`, filepath.Join(d, "root"), filepath.Join(d, "runroot"), filepath.Join(n.dir, "pod-logs"),
 		filepath.Join(d, "run", "version"), filepath.Join(d, "lib", "version"), filepath.Join(d, "lib", "clean.shutdown"),
-		c.crioSocket(i), filepath.Join(d, "ns"), c.bin(binaries.PinnsBinary), filepath.Join(d, "run", "exits"),
+		c.socket(n), filepath.Join(d, "ns"), c.bins.bin(binaries.PinnsBinary), filepath.Join(d, "run", "exits"),
 		filepath.Join(d, "run", "attach"), filepath.Join(d, "hooks.d"), filepath.Join(d, "cdi"), filepath.Join(d, "irqbalance"),
-		wrapper, c.handlerRoot(i, lab.RuntimeRunc), c.spec.Images.Pause, filepath.Join(d, "policy.json"), filepath.Join(d, "tmp"),
-		node.CNIConfDir, c.cniBinDir())
+		wrapper, n.handlerRoot(lab.RuntimeRunc), c.spec.Images.Pause, filepath.Join(d, "policy.json"), filepath.Join(d, "tmp"),
+		n.cniConfDir(), c.bins.cniDir())
 }
 
-// startCRIO writes node i's CRI-O configuration, copies the cluster's images into its storage
+// start writes node n's CRI-O configuration, copies the cluster's images into its storage
 // and starts it; it returns once the socket answers.
-func (c *creator) startCRIO(ctx context.Context, i int) error {
+func (c crio) start(ctx context.Context, n node) error {
 	for _, tool := range []string{"conmon", "skopeo"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("CRI-O needs %s (Debian package %s): run scripts/setup.sh", tool, tool)
 		}
 	}
-	d := c.crioDir(i)
+	d := crioDir(n)
 	for _, sub := range []string{"run", "lib", "tmp", "ns", "hooks.d", "cdi", "cni-cache", "etc-containers"} {
 		if err := os.MkdirAll(filepath.Join(d, sub), 0o755); err != nil {
-			return fmt.Errorf("node %d: %w", i, err)
+			return fmt.Errorf("node %d: %w", n.index, err)
 		}
 	}
-	if err := os.MkdirAll(c.dpNode(i).CNIConfDir, 0o755); err != nil {
-		return fmt.Errorf("node %d: %w", i, err)
+	if err := os.MkdirAll(n.cniConfDir(), 0o755); err != nil {
+		return fmt.Errorf("node %d: %w", n.index, err)
 	}
+	if err := c.writeFiles(n); err != nil {
+		return err
+	}
+	if err := c.importImages(ctx, n); err != nil {
+		return err
+	}
+	r, err := c.procs.start(daemon{
+		name: n.name + "-crio", netns: n.netns, cgroup: n.cgroup,
+		argv: []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + crioMounts, "cnb-crio",
+			filepath.Join(d, "cni-cache"), c.layout.resolvConf(c.spec.Name), filepath.Join(d, "etc-containers"), c.bins.bin(binaries.CRIOBinary),
+			"--config", filepath.Join(d, "crio.conf"), "--config-dir", filepath.Join(d, "crio.conf.d"),
+			"--registries-conf", filepath.Join(d, "registries.conf"), "--registries-conf-dir", filepath.Join(d, "registries.conf.d")},
+		env: crioEnv(n),
+	})
+	if err != nil {
+		return err
+	}
+	return c.procs.poll(ctx, "CRI-O of "+n.name, c.waits.step(6, 30*time.Second), func() (bool, error) {
+		_, err := os.Stat(c.socket(n))
+		return err == nil, r.exited()
+	})
+}
+
+// writeFiles writes node n's CRI-O configuration, its runc wrapper, and the lab registry's CA
+// where the cluster has one.
+func (c crio) writeFiles(n node) error {
+	d := crioDir(n)
 	wrapper := filepath.Join(c.layout.Dir(c.spec.Name), "bin", "crio-runc")
 	registry := ""
-	if c.registry {
+	if c.spec.Registry {
 		registry = c.spec.Plan().RegistryAddr()
 	}
 	files := map[string]string{
-		filepath.Join(d, "crio.conf"):       c.crioConfig(i, wrapper),
+		filepath.Join(d, "crio.conf"):       c.config(n, wrapper),
 		filepath.Join(d, "registries.conf"): crioRegistries(),
 		filepath.Join(d, "policy.json"):     crioPolicy(registry),
 		filepath.Join(d, "storage.conf"):    fmt.Sprintf("[storage]\ndriver = \"overlay\"\ngraphroot = %q\nrunroot = %q\n", filepath.Join(d, "root"), filepath.Join(d, "runroot")),
@@ -178,66 +213,48 @@ func (c *creator) startCRIO(ctx context.Context, i int) error {
 	if registry != "" {
 		ca, err := os.ReadFile(c.layout.CAFile(c.spec.Name))
 		if err != nil {
-			return fmt.Errorf("node %d: the cluster's CA: %w", i, err)
+			return fmt.Errorf("node %d: the cluster's CA: %w", n.index, err)
 		}
 		files[filepath.Join(d, "etc-containers", "certs.d", registry, "ca.crt")] = string(ca)
 	}
 	for path, content := range files {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			return fmt.Errorf("node %d: %w", i, err)
+			return fmt.Errorf("node %d: %w", n.index, err)
 		}
 		mode := os.FileMode(0o644)
 		if path == wrapper {
 			mode = 0o755
 		}
 		if err := os.WriteFile(path, []byte(content), mode); err != nil {
-			return fmt.Errorf("node %d: write %s: %w", i, filepath.Base(path), err)
+			return fmt.Errorf("node %d: write %s: %w", n.index, filepath.Base(path), err)
 		}
 	}
-	if err := c.importIntoCRIO(ctx, i); err != nil {
-		return err
-	}
-	r, err := c.start(ctx, daemon{
-		name: c.spec.NodeName(i) + "-crio", netns: c.spec.NodeNetns(i),
-		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
-		argv: []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + crioMounts, "cnb-crio",
-			filepath.Join(d, "cni-cache"), c.resolvConf(), filepath.Join(d, "etc-containers"), c.bin(binaries.CRIOBinary),
-			"--config", filepath.Join(d, "crio.conf"), "--config-dir", filepath.Join(d, "crio.conf.d"),
-			"--registries-conf", filepath.Join(d, "registries.conf"), "--registries-conf-dir", filepath.Join(d, "registries.conf.d")},
-		env: c.crioEnv(i),
-	})
-	if err != nil {
-		return err
-	}
-	return c.poll(ctx, "CRI-O of "+c.spec.NodeName(i), c.stepTimeout(6, 30*time.Second), func() (bool, error) {
-		_, err := os.Stat(c.crioSocket(i))
-		return err == nil, r.exited()
-	})
+	return nil
 }
 
 // crioEnv points CRI-O and skopeo at the node's storage and registries configuration, and
 // their large temporary files at the node's directory.
-func (c *creator) crioEnv(i int) []string {
-	d := c.crioDir(i)
+func crioEnv(n node) []string {
+	d := crioDir(n)
 	return []string{"CONTAINERS_STORAGE_CONF=" + filepath.Join(d, "storage.conf"),
 		"CONTAINERS_REGISTRIES_CONF=" + filepath.Join(d, "registries.conf"), "TMPDIR=" + filepath.Join(d, "tmp")}
 }
 
-// importIntoCRIO copies the cluster's image archives into node i's CRI-O storage with skopeo,
+// importImages copies the cluster's image archives into node n's CRI-O storage with skopeo,
 // before CRI-O holds the storage.
-func (c *creator) importIntoCRIO(ctx context.Context, i int) error {
-	d := c.crioDir(i)
+func (c crio) importImages(ctx context.Context, n node) error {
+	d := crioDir(n)
 	// In the order buildImages lists the archives.
 	refs := []string{c.spec.Images.Pause, c.spec.Images.CoreDNS, c.spec.Images.Tools}
-	ctx, cancel := context.WithTimeout(ctx, c.stepTimeout(3, time.Minute))
+	ctx, cancel := context.WithTimeout(ctx, c.waits.step(3, time.Minute))
 	defer cancel()
 	store := fmt.Sprintf("containers-storage:[overlay@%s+%s]", filepath.Join(d, "root"), filepath.Join(d, "runroot"))
 	for j, archive := range c.archives {
 		cmd := exec.CommandContext(ctx, "unshare", "--mount", "--propagation", "private", "sh", "-c", importMounts, "cnb-import", d,
 			"skopeo", "--policy", filepath.Join(d, "policy.json"), "copy", "-q", "docker-archive:"+archive, store+refs[j])
-		cmd.Env = append(os.Environ(), c.crioEnv(i)...)
+		cmd.Env = append(os.Environ(), crioEnv(n)...)
 		if out, err := cmd.CombinedOutput(); err != nil {
-			return fmt.Errorf("copy %s into the CRI-O storage of %s: %w: %s", filepath.Base(archive), c.spec.NodeName(i), err, strings.TrimSpace(string(out)))
+			return fmt.Errorf("copy %s into the CRI-O storage of %s: %w: %s", filepath.Base(archive), n.name, err, strings.TrimSpace(string(out)))
 		}
 	}
 	return nil

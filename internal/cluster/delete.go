@@ -57,7 +57,7 @@ func Delete(ctx context.Context, o DeleteOptions) error {
 		if _, err := os.Stat(o.Layout.Dir(o.Name)); err != nil && len(namespacesOf(o.Name)) == 0 && !slices.Contains(cg.clusterTrees(), o.Name) {
 			return fmt.Errorf("delete %s: %w", o.Name, ErrNotFound)
 		}
-		spec = Spec{Name: o.Name, Index: -1}
+		spec = Spec{LocalConfig: lab.LocalConfig{Name: o.Name}, Index: -1}
 	} else {
 		spec.Status = StatusDeleting
 		_ = o.Layout.writeSpec(spec)

@@ -76,10 +76,10 @@ func (s Spec) External() (External, bool) {
 // labels the gateway node, and starts the external host's agent. Its namespace is the
 // cluster's like the nodes' (delete removes cnb-<cluster>-*), its agent runs in the cluster's
 // cgroup like every daemon.
-func (c *creator) setupExternal(ctx context.Context) error {
-	s, p := c.spec, c.spec.Plan()
+func setupExternal(ctx context.Context, ac *actionContext) error {
+	s, p := ac.spec, ac.spec.Plan()
 	ns := s.ExtNetns()
-	if err := c.plugIntoUnderlay(ctx, ns, externalPort); err != nil {
+	if err := plugIntoUnderlay(ctx, s, ns, externalPort); err != nil {
 		return err
 	}
 	if err := ipBatch(ctx, ns, []string{
@@ -90,26 +90,17 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	policy := c.egressGatewayPolicy()
+	policy := egressGatewayPolicy(ac.dp, s)
 	for i := 1; i <= s.Nodes; i++ {
-		if err := c.setupNodeEgress(ctx, i, policy == ""); err != nil {
+		if err := setupNodeEgress(ctx, s, i, policy == ""); err != nil {
 			return fmt.Errorf("egress of %s: %w", s.NodeName(i), err)
 		}
 	}
-	if g := s.GatewayNode(); g > 0 {
-		// Retried while the wait lasts: a busy API server (a datapath still starting) times
-		// requests out.
-		patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{kube.LabelEgressGateway: "true"}}})
-		var last error
-		if err := c.poll(ctx, "the egress gateway label on "+s.NodeName(g), c.stepTimeout(3, time.Minute), func() (bool, error) {
-			_, last = c.client.CoreV1().Nodes().Patch(ctx, s.NodeName(g), types.MergePatchType, patch, metav1.PatchOptions{})
-			return last == nil, nil
-		}); err != nil {
-			return fmt.Errorf("label the egress gateway %s: %w (last: %v)", s.NodeName(g), err, last)
-		}
+	if err := labelGatewayNode(ctx, ac); err != nil {
+		return err
 	}
 	if policy != "" {
-		if err := c.applyEgressGatewayPolicy(ctx, policy); err != nil {
+		if err := applyEgressGatewayPolicy(ctx, kubectlOf(ac.layout, s.Name, ac.bins), policy); err != nil {
 			return err
 		}
 	}
@@ -119,23 +110,23 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	}
 	// Made here rather than by the agent, so that it exists, readable by runs, before the
 	// agent answers.
-	tokenFile := c.layout.ExternalTokenFile(s.Name)
+	tokenFile := ac.layout.ExternalTokenFile(s.Name)
 	if _, _, err := external.TokenFile(tokenFile); err != nil {
 		return fmt.Errorf("the external host's agent: %w", err)
 	}
 	// Runs reach the agent over HTTPS, as a user's agent should be reached, so the egress
 	// tests cover that path; the certificate names every address a run reaches it by.
-	cert, key, err := c.issueCert(externalCert, p.ExternalIP(), p.ExternalViaGatewayIP(), net.IPv4(127, 0, 0, 1))
+	cert, key, err := issueCert(ac.layout, s.Name, externalCert, p.ExternalIP(), p.ExternalViaGatewayIP(), net.IPv4(127, 0, 0, 1))
 	if err != nil {
 		return fmt.Errorf("the external host's agent: %w", err)
 	}
-	r, err := c.start(ctx, daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
+	r, err := ac.procs.start(daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
 		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort)),
 			TokenFile: tokenFile, TLSCert: cert, TLSKey: key}.Argv()})
 	if err != nil {
 		return err
 	}
-	if err := c.poll(ctx, "the external host's agent", c.stepTimeout(6, 20*time.Second), func() (bool, error) {
+	if err := ac.procs.poll(ctx, "the external host's agent", ac.waits.step(6, 20*time.Second), func() (bool, error) {
 		if err := r.exited(); err != nil {
 			return false, err
 		}
@@ -144,9 +135,28 @@ func (c *creator) setupExternal(ctx context.Context) error {
 	}); err != nil {
 		return err
 	}
-	s.HasExternal = true
-	c.spec = s
-	return c.layout.writeSpec(s)
+	ac.spec.HasExternal = true
+	return ac.save()
+}
+
+// labelGatewayNode labels the egress gateway node, when the cluster has one.
+func labelGatewayNode(ctx context.Context, ac *actionContext) error {
+	s := ac.spec
+	g := s.GatewayNode()
+	if g == 0 {
+		return nil
+	}
+	// Retried while the wait lasts: a busy API server (a datapath still starting) times
+	// requests out.
+	patch, _ := json.Marshal(map[string]any{"metadata": map[string]any{"labels": map[string]string{kube.LabelEgressGateway: "true"}}})
+	var last error
+	if err := ac.procs.poll(ctx, "the egress gateway label on "+s.NodeName(g), ac.waits.step(3, time.Minute), func() (bool, error) {
+		_, last = ac.client.CoreV1().Nodes().Patch(ctx, s.NodeName(g), types.MergePatchType, patch, metav1.PatchOptions{})
+		return last == nil, nil
+	}); err != nil {
+		return fmt.Errorf("label the egress gateway %s: %w (last: %v)", s.NodeName(g), err, last)
+	}
+	return nil
 }
 
 // setupNodeEgress gives node i the egress every cluster of the field has, whatever its
@@ -156,8 +166,8 @@ func (c *creator) setupExternal(ctx context.Context) error {
 // packets back out of the interface they came in by, which would otherwise tell the client's
 // node to bypass it. plainGateway says whether cnibench makes the gateway (the datapath has
 // none of its own).
-func (c *creator) setupNodeEgress(ctx context.Context, i int, plainGateway bool) error {
-	s, p := c.spec, c.spec.Plan()
+func setupNodeEgress(ctx context.Context, s Spec, i int, plainGateway bool) error {
+	p := s.Plan()
 	ns := s.NodeNetns(i)
 	rules := []string{fmt.Sprintf("oifname %q ip saddr %s ip daddr %s masquerade", nodeUplink, p.ClusterCIDR(), p.ExternalIP())}
 	g := s.GatewayNode()
@@ -203,9 +213,9 @@ func nftIn(ctx context.Context, netns, script string) error {
 // egressGatewayPolicy is the datapath's own egress gateway policy for the gateway address, ""
 // when the datapath has none (cnibench then routes and SNATs it itself) or the cluster no
 // gateway node.
-func (c *creator) egressGatewayPolicy() string {
-	s, p := c.spec, c.spec.Plan()
-	wg, ok := c.dp.(datapath.WithEgressGateway)
+func egressGatewayPolicy(dp datapath.Datapath, s Spec) string {
+	p := s.Plan()
+	wg, ok := dp.(datapath.WithEgressGateway)
 	if !ok || s.GatewayNode() == 0 {
 		return ""
 	}
@@ -213,11 +223,11 @@ func (c *creator) egressGatewayPolicy() string {
 }
 
 // applyEgressGatewayPolicy applies the datapath's policy once its CRD is served.
-func (c *creator) applyEgressGatewayPolicy(ctx context.Context, policy string) error {
+func applyEgressGatewayPolicy(ctx context.Context, k datapath.Kubectl, policy string) error {
 	// The CRD comes from the datapath's operator, which may still be registering it.
 	var last error
 	err := wait.PollUntilContextTimeout(ctx, 2*time.Second, time.Minute, true, func(ctx context.Context) (bool, error) {
-		last = c.kubectl(ctx, strings.NewReader(policy), "apply", "-f", "-")
+		last = k.Run(ctx, strings.NewReader(policy), "apply", "-f", "-")
 		return last == nil, nil
 	})
 	if err != nil {

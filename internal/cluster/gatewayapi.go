@@ -3,7 +3,6 @@ package cluster
 import (
 	"context"
 	"fmt"
-	"io"
 	"path/filepath"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -28,33 +27,33 @@ func gatewayComponents() ([]binaries.Component, error) {
 
 // gatewayBinaries returns the binaries the tools image carries for the split: none unless the
 // cluster has it (ensureDependencies built them).
-func (c *creator) gatewayBinaries() []string {
-	if !c.gatewayAPI {
+func gatewayBinaries(bins binPaths, gatewayAPI bool) []string {
+	if !gatewayAPI {
 		return nil
 	}
-	return []string{c.bin(binaries.K6Binary), c.bin(binaries.TraefikBinary)}
+	return []string{bins.bin(binaries.K6Binary), bins.bin(binaries.TraefikBinary)}
 }
 
 // installGatewayAPI installs the Gateway API CRDs on a cluster with the split; the run deploys
 // Traefik and the routes itself.
-func (c *creator) installGatewayAPI(ctx context.Context) error {
-	if !c.gatewayAPI {
-		return nil
+func installGatewayAPI(gatewayAPI bool) func(context.Context, *actionContext) error {
+	return func(ctx context.Context, ac *actionContext) error {
+		if !gatewayAPI {
+			return nil
+		}
+		k, crds := kubectlOf(ac.layout, ac.spec.Name, ac.bins), ac.bins.bin(binaries.GatewayAPICRDs)
+		if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+			return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
+		}
+		if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+			return fmt.Errorf("wait for Gateway API CRDs: %w", err)
+		}
+		ac.spec.GatewayAPI = true
+		return ac.save()
 	}
-	crds := c.bin(binaries.GatewayAPICRDs)
-	if err := c.kubectl(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
-		return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
-	}
-	if err := c.kubectl(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
-		return fmt.Errorf("wait for Gateway API CRDs: %w", err)
-	}
-	c.spec.GatewayAPI = true
-	return c.layout.writeSpec(c.spec)
 }
 
-// kubectl runs the cluster's kubectl against it, stdin (may be nil) as its input.
-func (c *creator) kubectl(ctx context.Context, stdin io.Reader, args ...string) error {
-	k := datapath.Kubectl{Bin: c.kube("kubectl"), Kubeconfig: c.layout.Kubeconfig(c.spec.Name),
-		Cache: filepath.Join(c.layout.Dir(c.spec.Name), "kubectl-cache")}
-	return k.Run(ctx, stdin, args...)
+// kubectlOf is the cluster's kubectl, against it.
+func kubectlOf(l Layout, name string, bins binPaths) datapath.Kubectl {
+	return datapath.Kubectl{Bin: bins.kube("kubectl"), Kubeconfig: l.Kubeconfig(name), Cache: filepath.Join(l.Dir(name), "kubectl-cache")}
 }

@@ -44,7 +44,7 @@ func List(ctx context.Context, l Layout) ([]Info, error) {
 		}
 		infos = append(infos, Info{
 			Name: n, Nodes: s.Nodes, Datapath: s.Datapath, ProxyMode: s.ProxyMode,
-			Kubernetes: s.Kubernetes(), Cgroups: s.Cgroups, Subnet: subnets(s.Plan()), Status: s.Status, Age: time.Since(s.Created),
+			Kubernetes: s.Kubernetes, Cgroups: s.Cgroups, Subnet: subnets(s.Plan()), Status: s.Status, Age: time.Since(s.Created),
 			Health: health(ctx, l, s), Kubeconfig: l.Kubeconfig(n),
 		})
 	}

@@ -1,6 +1,7 @@
 package cluster
 
 import (
+	"github.com/cnibench/cnibench/internal/lab"
 	"os"
 	"path/filepath"
 	"slices"
@@ -13,7 +14,7 @@ import (
 // etcd count as the control plane.
 func TestNotRunning(t *testing.T) {
 	l := Layout{Root: t.TempDir()}
-	s := Spec{Name: "t"}
+	s := Spec{LocalConfig: lab.LocalConfig{Name: "t"}}
 	run := filepath.Join(l.Dir(s.Name), "run")
 	if err := os.MkdirAll(run, 0o755); err != nil {
 		t.Fatal(err)

@@ -17,8 +17,8 @@ const underlayBridge = "cnbu0"
 // per node with a veth into it, and the root namespace's single veth. The unreachable route for
 // the whole block goes in first, so no packet for the lab can ever leave through the host's
 // default route, even while the rest is half built.
-func (c *creator) setupNetwork(ctx context.Context) error {
-	s, p := c.spec, c.spec.Plan()
+func setupNetwork(ctx context.Context, ac *actionContext) error {
+	s, p := ac.spec, ac.spec.Plan()
 	if err := run(ctx, "ip", "route", "add", "unreachable", p.Block().String()); err != nil {
 		return fmt.Errorf("install unreachable route: %w", err)
 	}
@@ -71,7 +71,7 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 		return err
 	}
 	ctl = []string{"link set host master " + underlayBridge + " up"}
-	for i := 1; i <= s.Nodes && !c.dp.AllocateNodeCIDRs(); i++ {
+	for i := 1; i <= s.Nodes && !ac.dp.AllocateNodeCIDRs(); i++ {
 		// The control plane reaches pods (webhooks, apiserver proxy, replies to pods calling the
 		// API server) through their node; allocated CIDRs are routed once known (routePodCIDR).
 		for j, cidr := range p.PodCIDRs(i) {
@@ -79,7 +79,7 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 		}
 	}
 	for i := 1; i <= s.Nodes; i++ {
-		if err := c.setupNodeNetwork(ctx, i); err != nil {
+		if err := setupNodeNetwork(ctx, s, i); err != nil {
 			return err
 		}
 	}
@@ -89,10 +89,12 @@ func (c *creator) setupNetwork(ctx context.Context) error {
 // nodeUplink is each node's underlay interface inside its namespace.
 const nodeUplink = "eth0"
 
-func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
-	s, p := c.spec, c.spec.Plan()
+// setupNodeNetwork creates node i's namespace on the underlay, with its addresses, routes
+// and forwarding.
+func setupNodeNetwork(ctx context.Context, s Spec, i int) error {
+	p := s.Plan()
 	ns := s.NodeNetns(i)
-	if err := c.plugIntoUnderlay(ctx, ns, fmt.Sprintf("n%d", i)); err != nil {
+	if err := plugIntoUnderlay(ctx, s, ns, fmt.Sprintf("n%d", i)); err != nil {
 		return err
 	}
 	cmds := []string{
@@ -128,13 +130,13 @@ func (c *creator) setupNodeNetwork(ctx context.Context, i int) error {
 
 // plugIntoUnderlay creates namespace ns with its uplink (nodeUplink) on a veth whose other end,
 // port, is on the underlay bridge.
-func (c *creator) plugIntoUnderlay(ctx context.Context, ns, port string) error {
+func plugIntoUnderlay(ctx context.Context, s Spec, ns, port string) error {
 	if err := run(ctx, "ip", "netns", "add", ns); err != nil {
 		return fmt.Errorf("create namespace: %w", err)
 	}
-	return ipBatch(ctx, c.spec.CtlNetns(), []string{
+	return ipBatch(ctx, s.CtlNetns(), []string{
 		// A veth's ends take their MTUs separately.
-		fmt.Sprintf("link add %[1]s mtu %[2]d type veth peer name %[3]s mtu %[2]d netns %[4]s", port, c.spec.UnderlayMTU(), nodeUplink, ns),
+		fmt.Sprintf("link add %[1]s mtu %[2]d type veth peer name %[3]s mtu %[2]d netns %[4]s", port, s.UnderlayMTU(), nodeUplink, ns),
 		fmt.Sprintf("link set %s master %s up", port, underlayBridge),
 	})
 }
@@ -178,10 +180,10 @@ func sysctlIn(ctx context.Context, netns string, kv map[string]string) error {
 
 // routePodCIDR routes a node's pod CIDRs, as the controller-manager allocated it, from the
 // control-plane namespace to the node.
-func (c *creator) routePodCIDR(ctx context.Context, node string, cidrs []string) error {
-	p := c.spec.Plan()
-	for i := 1; i <= c.spec.Nodes; i++ {
-		if c.spec.NodeName(i) != node {
+func routePodCIDR(ctx context.Context, s Spec, node string, cidrs []string) error {
+	p := s.Plan()
+	for i := 1; i <= s.Nodes; i++ {
+		if s.NodeName(i) != node {
 			continue
 		}
 		var cmds []string
@@ -192,7 +194,7 @@ func (c *creator) routePodCIDR(ctx context.Context, node string, cidrs []string)
 			}
 			cmds = append(cmds, fmt.Sprintf("route replace %s via %s", cidr, via))
 		}
-		return ipBatch(ctx, c.spec.CtlNetns(), cmds)
+		return ipBatch(ctx, s.CtlNetns(), cmds)
 	}
-	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
+	return fmt.Errorf("node %s registered but is not part of cluster %s", node, s.Name)
 }

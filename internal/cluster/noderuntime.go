@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -15,106 +14,77 @@ import (
 	"sigs.k8s.io/yaml"
 )
 
-// nodeDir holds everything of node i: runtime root and state, kubelet root, configs, sockets.
-func (c *creator) nodeDir(i int) string {
-	return filepath.Join(c.layout.Dir(c.spec.Name), "nodes", c.spec.NodeName(i))
+// node is one node of a cluster: its names, its daemons' cgroup and its directory.
+type node struct {
+	index  int
+	name   string // its Kubernetes name
+	netns  string
+	cgroup string // its daemons' (the kubelet's pods live beside it, below the node's cgroup)
+	// dir holds everything of the node: runtime root and state, kubelet root, configs, sockets.
+	dir string
 }
 
-func (c *creator) containerdSocket(i int) string {
-	return filepath.Join(c.nodeDir(i), "containerd.sock")
+// nodeOf is node i (1-based) of the cluster.
+func nodeOf(s Spec, l Layout, i int) node {
+	return node{index: i, name: s.NodeName(i), netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + s.NodeName(i) + "/system",
+		dir: filepath.Join(l.Dir(s.Name), "nodes", s.NodeName(i))}
 }
 
-// criSocket is node i's CRI endpoint, the kubelet's runtime.
-func (c *creator) criSocket(i int) string {
-	if c.spec.ContainerRuntime() == lab.CRICrio {
-		return c.crioSocket(i)
-	}
-	return c.containerdSocket(i)
-}
+// cniConfDir holds the node's CNI configuration, which its datapath writes.
+func (n node) cniConfDir() string { return filepath.Join(n.dir, "cni", "net.d") }
 
-// startRuntime starts node i's CRI with the cluster's images in its storage.
-func (c *creator) startRuntime(ctx context.Context, i int) error {
-	if c.spec.ContainerRuntime() == lab.CRICrio {
-		return c.startCRIO(ctx, i)
-	}
-	if err := c.startContainerd(ctx, i); err != nil {
-		return err
-	}
-	return c.importImages(ctx, i, c.archives...)
-}
+// handlerRoot is where a runtime handler keeps its containers' state on the node: under the
+// node's directory, so that it is removed with the cluster and tests can find each container
+// there.
+func (n node) handlerRoot(handler string) string { return filepath.Join(n.dir, handler) }
 
-// dpNode describes node i to the datapath.
-func (c *creator) dpNode(i int) datapath.Node {
-	p := c.spec.Plan()
-	n := datapath.Node{
-		Name: c.spec.NodeName(i), Netns: c.spec.NodeNetns(i), Uplink: nodeUplink,
+// dpNode describes a node to the datapath.
+func dpNode(s Spec, n node) datapath.Node {
+	p, i := s.Plan(), n.index
+	dn := datapath.Node{
+		Name: n.name, Netns: n.netns, Uplink: nodeUplink,
 		IP: p.NodeIP(i), PodCIDR: p.PodCIDR(i), Gateway: p.PodGateway(i),
-		CNIConfDir: filepath.Join(c.nodeDir(i), "cni", "net.d"),
-		DataDir:    filepath.Join(c.nodeDir(i), "cni"),
+		CNIConfDir: n.cniConfDir(),
+		DataDir:    filepath.Join(n.dir, "cni"),
 	}
 	if p.HasIPv6() {
-		n.IP6, n.PodCIDR6, n.Gateway6 = p.NodeIP6(i), p.PodCIDR6(i), p.PodGateway6(i)
+		dn.IP6, dn.PodCIDR6, dn.Gateway6 = p.NodeIP6(i), p.PodCIDR6(i), p.PodGateway6(i)
 	}
-	return n
+	return dn
 }
 
-// startContainerd writes node i's containerd config and starts it; it returns once the
-// runtime answers.
-func (c *creator) startContainerd(ctx context.Context, i int) error {
-	dir := c.nodeDir(i)
-	if err := os.MkdirAll(filepath.Join(dir, "cni", "net.d"), 0o755); err != nil {
-		return fmt.Errorf("node %d: %w", i, err)
-	}
-	if err := c.mountRuntimeStorage(filepath.Join(dir, "containerd", "root")); err != nil {
-		return fmt.Errorf("node %d: %w", i, err)
-	}
-	runtimes, err := c.runtimeSections(i)
-	if err != nil {
-		return err
-	}
-	if err := c.writeRegistryHosts(i); err != nil {
-		return err
-	}
-	conf := containerdConfig(dir, c.containerdSocket(i), c.cniBinDir(), c.spec.Images.Pause, runtimes, c.certsDir(i))
-	confPath := filepath.Join(dir, "containerd.toml")
-	if err := os.WriteFile(confPath, []byte(conf), 0o644); err != nil {
-		return fmt.Errorf("write containerd config of node %d: %w", i, err)
-	}
-	cniCache := filepath.Join(dir, "cni", "cache")
-	if err := os.MkdirAll(cniCache, 0o700); err != nil {
-		return fmt.Errorf("node %d: %w", i, err)
-	}
-	r, err := c.start(ctx, daemon{
-		name: c.spec.NodeName(i) + "-containerd", netns: c.spec.NodeNetns(i),
-		cgroup: c.spec.CgroupRoot() + "/" + c.spec.NodeName(i) + "/system",
-		argv: append([]string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", c.tmpMount() + runtimeMounts, "cnb-runtime", cniCache},
-			c.bin("containerd"), "--config", confPath),
-		// The runc shim is looked up in PATH, so the cached binaries go first.
-		env: []string{"PATH=" + filepath.Dir(c.bin("containerd")) + ":" + os.Getenv("PATH")},
-	})
-	if err != nil {
-		return err
-	}
-	return c.poll(ctx, "containerd of "+c.spec.NodeName(i), c.stepTimeout(6, 30*time.Second), func() (bool, error) {
-		return c.ctr(ctx, i, "version") == nil, r.exited()
-	})
+// nodeRuntime is the nodes' CRI.
+type nodeRuntime interface {
+	// socket is a node's CRI endpoint, the kubelet's runtime.
+	socket(n node) string
+	// start starts a node's runtime with the cluster's images in its storage.
+	start(ctx context.Context, n node) error
 }
 
-// runtimeMounts runs in the node runtime's own mount namespace before containerd starts. The
-// shims put their sockets in the fixed /run/containerd/s and libcni its cache in the fixed
-// /var/lib/cni: a private /run and a per-node CNI cache keep both off the host. Every mount
-// the runtime makes (rootfs overlays, shm, pod netns) lives and dies with this namespace; the
-// kubelet's volume mounts still reach it because the state directory is a shared mount. The
-// script starts with the creator's tmpMount.
-const runtimeMounts = `mount -t tmpfs -o mode=0755 cnb-run /run && mount --bind "$1" /var/lib/cni && shift && exec "$@"`
+// newNodeRuntime is the cluster's CRI, whose nodes import archives.
+func newNodeRuntime(env nodeEnv, archives []string) nodeRuntime {
+	if env.spec.ContainerRuntime() == lab.CRICrio {
+		return crio{nodeEnv: env, archives: archives}
+	}
+	return containerd{nodeEnv: env, archives: archives}
+}
+
+// nodeEnv is what starting a node's daemons needs of the cluster being created.
+type nodeEnv struct {
+	spec   Spec
+	layout Layout
+	bins   binPaths
+	procs  *supervisor
+	waits  waits
+}
 
 // tmpMount is the start of a node runtime's mount script that gives it a /tmp of its own:
 // crun leaves empty crun.XXXXXX files there, most likely when a delete kills it mid-start (20
 // of them had piled up in the host's /tmp over a day of test runs). It is empty when the
 // cluster's binaries or state lie under the host's /tmp (a test's temporary directory), which
 // a private /tmp would hide from the runtime.
-func (c *creator) tmpMount() string {
-	for _, p := range []string{c.cache.BinDir(), c.layout.Dir(c.spec.Name)} {
+func (e nodeEnv) tmpMount() string {
+	for _, p := range []string{e.bins.cache.BinDir(), e.layout.Dir(e.spec.Name)} {
 		if rel, err := filepath.Rel("/tmp", p); err == nil && !strings.HasPrefix(rel, "..") {
 			return ""
 		}
@@ -130,105 +100,46 @@ func (c *creator) tmpMount() string {
 // with kubeletSysctlMounts, whose directory is its first argument.
 const kubeletMounts = kubeletSysctlMounts + `mount -t tmpfs -o mode=0755 cnb-kubelet /var/lib/kubelet && mount -t tmpfs -o mode=0755 cnb-logs /var/log/containers && exec "$@"`
 
-// containerdConfig renders a containerd 2.x config that keeps every path inside the node's
-// directory and disables the plugins that would write to host-wide locations; runtimes is the
-// handlers' table entries (runtimeSections); certs is the registries' configuration
-// (hosts.toml files), which replaces the host's /etc/containerd/certs.d.
-func containerdConfig(dir, socket, cniBin, pause, runtimes, certs string) string {
-	return fmt.Sprintf(`version = 3
-root = %[1]q
-state = %[2]q
-disabled_plugins = ["io.containerd.internal.v1.opt", "io.containerd.nri.v1.nri", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.snapshotter.v1.blockfile", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing", "io.containerd.snapshotter.v1.erofs", "io.containerd.differ.v1.erofs"]
-
-[grpc]
-  address = %[3]q
-
-[plugins."io.containerd.cri.v1.images"]
-  snapshotter = "overlayfs"
-  [plugins."io.containerd.cri.v1.images".pinned_images]
-    sandbox = %[5]q
-  [plugins."io.containerd.cri.v1.images".registry]
-    config_path = %[8]q
-
-[plugins."io.containerd.cri.v1.runtime"]
-  # Lowering a container's oom_score_adj needs CAP_SYS_RESOURCE, which root lacks here.
-  restrict_oom_score_adj = true
-  enable_selinux = false
-  # Pod network namespaces are mounted below the node's state, not in the host's /run/netns.
-  netns_mounts_under_state_dir = true
-  [plugins."io.containerd.cri.v1.runtime".cni]
-    bin_dirs = [%[4]q]
-    conf_dir = %[6]q
-    max_conf_num = 1
-    # The runtime configures pods' loopback itself; no loopback plugin and no cache entry for it.
-    use_internal_loopback = true
-  [plugins."io.containerd.cri.v1.runtime".containerd]
-    default_runtime_name = "runc"
-%[7]s
-[plugins."io.containerd.grpc.v1.cri"]
-  stream_server_address = "127.0.0.1"
-`, filepath.Join(dir, "containerd", "root"), filepath.Join(dir, "containerd", "state"), socket,
-		cniBin, pause, filepath.Join(dir, "cni", "net.d"), runtimes, certs)
-}
-
-// findBundle sets $bundle from an OCI runtime's command line (create and run name it), for the
-// wrappers that adjust a bundle before the runtime reads it.
-const findBundle = `prev=
-for a in "$@"; do
-	case "$prev" in --bundle|-b) bundle=$a ;; esac
-	case "$a" in --bundle=*) bundle=${a#--bundle=} ;; esac
-	prev=$a
-done
-`
-
-// crunWrapper is the crun runtime handler. crun 1.8 (Debian 12) refuses this host's hybrid
-// cgroup layout, so it runs in a private mount namespace where the cgroup2 mount is detached;
-// and it accepts only OCI spec 1.0.x, while containerd 2.x writes a newer version, so create
-// pins the bundle's version (the cluster's pods use no field newer than 1.0).
-const crunWrapper = "#!/bin/sh\n" + findBundle + `if [ -n "$bundle" ] && [ -f "$bundle/config.json" ]; then
-	sed -i 's/"ociVersion":"[^"]*"/"ociVersion":"1.0.2"/' "$bundle/config.json" || exit 1
-fi
-exec unshare --mount --propagation private sh -c 'umount /sys/fs/cgroup/unified 2>/dev/null; exec crun "$@"' crun "$@"
-`
-
-// writeCrunWrapper writes the crun runtime handler into the cluster's directory.
-func (c *creator) writeCrunWrapper() (string, error) {
-	path := filepath.Join(c.layout.Dir(c.spec.Name), "bin", "crun")
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return "", fmt.Errorf("write crun wrapper: %w", err)
+// startKubelet writes node n's kubelet configuration and starts it on the CRI at criSocket.
+func (e nodeEnv) startKubelet(n node, criSocket string) error {
+	s, p := e.spec, e.spec.Plan()
+	pkiDir := e.layout.pkiDir(s.Name)
+	data, err := yaml.Marshal(e.kubeletConfig(n, criSocket))
+	if err != nil {
+		return fmt.Errorf("encode kubelet config of %s: %w", n.name, err)
 	}
-	if err := os.WriteFile(path, []byte(crunWrapper), 0o755); err != nil {
-		return "", fmt.Errorf("write crun wrapper: %w", err)
+	confPath := filepath.Join(n.dir, "kubelet.yaml")
+	if err := os.WriteFile(confPath, data, 0o644); err != nil {
+		return fmt.Errorf("write kubelet config of %s: %w", n.name, err)
 	}
-	return path, nil
-}
-
-// ctr runs a ctr command against node i's containerd.
-func (c *creator) ctr(ctx context.Context, i int, args ...string) error {
-	full := append([]string{"--address", c.containerdSocket(i), "--namespace", "k8s.io"}, args...)
-	return runFor(ctx, c.stepTimeout(3, time.Minute), c.bin("ctr"), full...)
-}
-
-// importImages loads image archives into node i's runtime.
-func (c *creator) importImages(ctx context.Context, i int, archives ...string) error {
-	for _, a := range archives {
-		if err := c.ctr(ctx, i, "images", "import", "--snapshotter", "overlayfs", a); err != nil {
-			return fmt.Errorf("import %s into %s: %w", filepath.Base(a), c.spec.NodeName(i), err)
-		}
+	sysctls := filepath.Join(n.dir, "kubelet-sysctl")
+	if err := writeKernelTunableCopies(sysctls); err != nil {
+		return fmt.Errorf("kubelet of %s: %w", n.name, err)
 	}
-	return nil
+	_, err = e.procs.start(daemon{
+		name: n.name + "-kubelet", netns: n.netns, cgroup: n.cgroup,
+		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", sysctls, e.bins.kube("kubelet"), "--config=" + confPath,
+			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+n.name+".kubeconfig"),
+			"--root-dir=" + filepath.Join(n.dir, "kubelet"), "--hostname-override=" + n.name,
+			"--node-ip=" + joined(p.NodeIPs(n.index)), "--v=1",
+			// The kubelet reports a pod's stats only from its second cAdvisor sample; at the
+			// default 10 s a run waited 10-15 s per target for its pods' memory. Dynamic
+			// housekeeping still backs idle containers off to 15 s.
+			"--housekeeping-interval=2s"},
+	})
+	return err
 }
 
-// startKubelet writes node i's kubelet configuration and starts it.
-func (c *creator) startKubelet(ctx context.Context, i int) error {
-	s, p := c.spec, c.spec.Plan()
-	dir, pkiDir, node := c.nodeDir(i), c.layout.pkiDir(s.Name), s.NodeName(i)
+// kubeletConfig is node n's KubeletConfiguration.
+func (e nodeEnv) kubeletConfig(n node, criSocket string) map[string]any {
+	s, p := e.spec, e.spec.Plan()
+	pkiDir := e.layout.pkiDir(s.Name)
 	// An IPv6 node is reached at its IPv6 address: the kubelet then listens on both.
-	address := p.NodeIP(i).String()
+	address := p.NodeIP(n.index).String()
 	if p.HasIPv6() {
 		address = p.ListenAll()
 	}
-	cfg := map[string]any{
+	return map[string]any{
 		"apiVersion": "kubelet.config.k8s.io/v1beta1",
 		"kind":       "KubeletConfiguration",
 		"authentication": map[string]any{
@@ -240,23 +151,23 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		"address":                  address,
 		"readOnlyPort":             0,
 		"healthzBindAddress":       "127.0.0.1",
-		"tlsCertFile":              filepath.Join(pkiDir, "kubelet-"+node+".crt"),
-		"tlsPrivateKeyFile":        filepath.Join(pkiDir, "kubelet-"+node+".key"),
+		"tlsCertFile":              filepath.Join(pkiDir, "kubelet-"+n.name+".crt"),
+		"tlsPrivateKeyFile":        filepath.Join(pkiDir, "kubelet-"+n.name+".key"),
 		"cgroupDriver":             "cgroupfs",
-		"cgroupRoot":               s.CgroupRoot() + "/" + node,
+		"cgroupRoot":               s.CgroupRoot() + "/" + n.name,
 		"failSwapOn":               false,
 		"failCgroupV1":             false,
-		"containerRuntimeEndpoint": "unix://" + c.criSocket(i),
+		"containerRuntimeEndpoint": "unix://" + criSocket,
 		"clusterDomain":            "cluster.local",
 		"clusterDNS":               []string{p.DNSServiceIPs()[0].String()},
 		// A resolv.conf with no nameserver: pods must never reach the host's resolver.
-		"resolvConf": c.resolvConf(),
-		"podLogsDir": filepath.Join(dir, "pod-logs"),
+		"resolvConf": e.layout.resolvConf(s.Name),
+		"podLogsDir": filepath.Join(n.dir, "pod-logs"),
 		// The tuning profiles' sysctls that Kubernetes does not call safe: each lives in the
 		// pod's own network namespace (internal/tuning).
 		"allowedUnsafeSysctls": tuning.UnsafeAllowed(),
 		// The default, /usr/libexec/kubernetes/..., would be created on the host.
-		"volumePluginDir": filepath.Join(dir, "volume-plugins"),
+		"volumePluginDir": filepath.Join(n.dir, "volume-plugins"),
 		"oomScoreAdj":     0,
 		// Local images are imported, never pulled: garbage collection must not remove them.
 		"imageGCHighThresholdPercent": 100,
@@ -269,40 +180,16 @@ func (c *creator) startKubelet(ctx context.Context, i int) error {
 		// node's pods get addresses from.
 		"maxPods": 250,
 	}
-	data, err := yaml.Marshal(cfg)
-	if err != nil {
-		return fmt.Errorf("encode kubelet config of %s: %w", node, err)
-	}
-	confPath := filepath.Join(dir, "kubelet.yaml")
-	if err := os.WriteFile(confPath, data, 0o644); err != nil {
-		return fmt.Errorf("write kubelet config of %s: %w", node, err)
-	}
-	sysctls := filepath.Join(dir, "kubelet-sysctl")
-	if err := writeKernelTunableCopies(sysctls); err != nil {
-		return fmt.Errorf("kubelet of %s: %w", node, err)
-	}
-	_, err = c.start(ctx, daemon{
-		name: node + "-kubelet", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{"unshare", "--mount", "--propagation", "unchanged", "sh", "-c", kubeletMounts, "cnb-kubelet", sysctls, c.kube("kubelet"), "--config=" + confPath,
-			"--kubeconfig=" + filepath.Join(pkiDir, "kubelet-"+node+".kubeconfig"),
-			"--root-dir=" + filepath.Join(dir, "kubelet"), "--hostname-override=" + node,
-			"--node-ip=" + joined(p.NodeIPs(i)), "--v=1",
-			// The kubelet reports a pod's stats only from its second cAdvisor sample; at the
-			// default 10 s a run waited 10-15 s per target for its pods' memory. Dynamic
-			// housekeeping still backs idle containers off to 15 s.
-			"--housekeeping-interval=2s"},
-	})
-	return err
 }
 
 // kubeProxyConfig is the cluster's kube-proxy configuration, the part every node shares.
-func (c *creator) kubeProxyConfig() map[string]any {
+func kubeProxyConfig(s Spec, l Layout) map[string]any {
 	return map[string]any{
 		"apiVersion":         "kubeproxy.config.k8s.io/v1alpha1",
 		"kind":               "KubeProxyConfiguration",
-		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(c.layout.pkiDir(c.spec.Name), "kube-proxy.kubeconfig")},
-		"mode":               c.spec.ProxyMode,
-		"clusterCIDR":        joined(c.spec.Plan().ClusterCIDRs()),
+		"clientConnection":   map[string]any{"kubeconfig": filepath.Join(l.pkiDir(s.Name), "kube-proxy.kubeconfig")},
+		"mode":               s.ProxyMode,
+		"clusterCIDR":        joined(s.Plan().ClusterCIDRs()),
 		"healthzBindAddress": "127.0.0.1:10256",
 		"metricsBindAddress": "127.0.0.1:10249",
 		// nf_conntrack_max is host-wide: leave it, and the timeouts, as they are.
@@ -310,34 +197,30 @@ func (c *creator) kubeProxyConfig() map[string]any {
 	}
 }
 
-// startKubeProxy writes node i's kube-proxy configuration and starts it.
-func (c *creator) startKubeProxy(ctx context.Context, i int) error {
-	s := c.spec
-	node := s.NodeName(i)
-	cfg := c.kubeProxyConfig()
-	cfg["hostnameOverride"] = node
+// startKubeProxy writes node n's kube-proxy configuration and starts it.
+func (e nodeEnv) startKubeProxy(n node) error {
+	cfg := kubeProxyConfig(e.spec, e.layout)
+	cfg["hostnameOverride"] = n.name
 	data, err := yaml.Marshal(cfg)
 	if err != nil {
-		return fmt.Errorf("encode kube-proxy config of %s: %w", node, err)
+		return fmt.Errorf("encode kube-proxy config of %s: %w", n.name, err)
 	}
-	confPath := filepath.Join(c.nodeDir(i), "kube-proxy.yaml")
+	confPath := filepath.Join(n.dir, "kube-proxy.yaml")
 	if err := os.WriteFile(confPath, data, 0o644); err != nil {
-		return fmt.Errorf("write kube-proxy config of %s: %w", node, err)
+		return fmt.Errorf("write kube-proxy config of %s: %w", n.name, err)
 	}
-	_, err = c.start(ctx, daemon{
-		name: node + "-kube-proxy", netns: s.NodeNetns(i), cgroup: s.CgroupRoot() + "/" + node + "/system",
-		argv: []string{c.kube("kube-proxy"), "--config=" + confPath, "--v=1"},
+	_, err = e.procs.start(daemon{
+		name: n.name + "-kube-proxy", netns: n.netns, cgroup: n.cgroup,
+		argv: []string{e.bins.kube("kube-proxy"), "--config=" + confPath, "--v=1"},
 	})
 	return err
 }
 
 // resolvConf is the cluster's resolv.conf for the kubelets: search and options only.
-func (c *creator) resolvConf() string {
-	return filepath.Join(c.layout.Dir(c.spec.Name), "resolv.conf")
-}
+func (l Layout) resolvConf(name string) string { return filepath.Join(l.Dir(name), "resolv.conf") }
 
-func (c *creator) writeResolvConf() error {
-	if err := os.WriteFile(c.resolvConf(), []byte("options ndots:5\n"), 0o644); err != nil {
+func writeResolvConf(path string) error {
+	if err := os.WriteFile(path, []byte("options ndots:5\n"), 0o644); err != nil {
 		return fmt.Errorf("write resolv.conf: %w", err)
 	}
 	return nil
@@ -352,11 +235,11 @@ func (c *creator) writeResolvConf() error {
 // unmounts it with the rest (unmountAll). Options.RuntimeOnDisk keeps it on disk, for hosts
 // short of memory. Pods' writable layers live there too: a workload that measures disk I/O
 // must use a volume.
-func (c *creator) mountRuntimeStorage(dir string) error {
+func mountRuntimeStorage(dir string, tmpfs bool) error {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return err
 	}
-	if c.spec.ImageStore != ImageStoreTmpfs {
+	if !tmpfs {
 		return nil
 	}
 	if err := unix.Mount("cnb-runtime-store", dir, "tmpfs", 0, "mode=0700"); err != nil {
@@ -368,8 +251,8 @@ func (c *creator) mountRuntimeStorage(dir string) error {
 // shareStateDir bind-mounts the cluster's state directory onto itself as a shared mount. The
 // host's / is private, so without this the kubelet's volume mounts (service-account tokens,
 // config maps) would not propagate into the node runtimes' mount namespaces.
-func (c *creator) shareStateDir(context.Context) error {
-	dir := c.layout.Dir(c.spec.Name)
+func shareStateDir(_ context.Context, ac *actionContext) error {
+	dir := ac.layout.Dir(ac.spec.Name)
 	if err := unix.Mount(dir, dir, "", unix.MS_BIND|unix.MS_REC, ""); err != nil {
 		return fmt.Errorf("bind-mount %s: %w", dir, err)
 	}

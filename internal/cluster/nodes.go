@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
@@ -19,89 +18,98 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// buildImages builds (or finds cached) the pause, CoreDNS and tools images.
-func (c *creator) buildImages(ctx context.Context) error {
-	self, err := os.Executable()
-	if err != nil {
-		return fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+// buildImages builds (or finds cached) the pause, CoreDNS and tools images; the tools image
+// carries the Gateway API split's binaries when the cluster has it.
+func buildImages(gatewayAPI bool) func(context.Context, *actionContext) error {
+	return func(ctx context.Context, ac *actionContext) error {
+		self, err := os.Executable()
+		if err != nil {
+			return fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+		}
+		b := images.Builder{CacheDir: ac.bins.cache.Dir, Progress: ac.out}
+		pause, err := b.FromBinary(ctx, "pause", ac.bins.bin("cnb-pause"), nil)
+		if err != nil {
+			return err
+		}
+		coredns, err := b.FromBinary(ctx, "coredns", ac.bins.bin("coredns"), []string{"-conf", "/etc/coredns/Corefile"})
+		if err != nil {
+			return err
+		}
+		// STREAM in every cluster's tools image; k6 and Traefik only where the split runs.
+		tools, err := b.Tools(ctx, self, append([]string{ac.bins.bin(binaries.StreamBinary)}, gatewayBinaries(ac.bins, gatewayAPI)...)...)
+		if err != nil {
+			return err
+		}
+		ac.spec.Images = Images{Pause: pause.Ref, CoreDNS: coredns.Ref, Tools: tools.Ref}
+		ac.archives = []string{pause.Archive, coredns.Archive, tools.Archive}
+		return ac.save()
 	}
-	b := images.Builder{CacheDir: c.cache.Dir, Progress: c.out}
-	pause, err := b.FromBinary(ctx, "pause", c.bin("cnb-pause"), nil)
-	if err != nil {
-		return err
-	}
-	coredns, err := b.FromBinary(ctx, "coredns", c.bin("coredns"), []string{"-conf", "/etc/coredns/Corefile"})
-	if err != nil {
-		return err
-	}
-	// STREAM in every cluster's tools image; k6 and Traefik only where the split runs.
-	tools, err := b.Tools(ctx, self, append([]string{c.bin(binaries.StreamBinary)}, c.gatewayBinaries()...)...)
-	if err != nil {
-		return err
-	}
-	c.spec.Images = Images{Pause: pause.Ref, CoreDNS: coredns.Ref, Tools: tools.Ref}
-	c.archives = []string{pause.Archive, coredns.Archive, tools.Archive}
-	return c.layout.writeSpec(c.spec)
 }
 
 // startNodes brings up every node in parallel: runtime, images, pod network, kubelet, proxy.
-func (c *creator) startNodes(ctx context.Context) error {
-	if err := c.writeResolvConf(); err != nil {
+func startNodes(ctx context.Context, ac *actionContext) error {
+	s := ac.spec
+	if err := writeResolvConf(ac.layout.resolvConf(s.Name)); err != nil {
 		return err
 	}
-	dpc := c.dpCluster()
-	if err := c.dp.Setup(ctx, dpc); err != nil {
-		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
+	dpc := dpCluster(s, ac.layout, ac.bins)
+	if err := ac.dp.Setup(ctx, dpc); err != nil {
+		return fmt.Errorf("datapath %s: %w", ac.dp.Name(), err)
 	}
-	err := parallel(c.spec.Nodes, func(i int) error {
-		if err := c.startRuntime(ctx, i); err != nil {
+	env := nodeEnv{spec: s, layout: ac.layout, bins: ac.bins, procs: ac.procs, waits: ac.waits}
+	rt := newNodeRuntime(env, ac.archives)
+	err := parallel(s.Nodes, func(i int) error {
+		n := nodeOf(s, ac.layout, i)
+		if err := rt.start(ctx, n); err != nil {
 			return err
 		}
-		if err := c.startKubelet(ctx, i); err != nil {
+		if err := env.startKubelet(n, rt.socket(n)); err != nil {
 			return err
 		}
-		if c.spec.ProxyMode == lab.ProxyNone {
+		if s.ProxyMode == lab.ProxyNone {
 			return nil
 		}
-		return c.startKubeProxy(ctx, i)
+		return env.startKubeProxy(n)
 	})
 	if err != nil {
 		return err
 	}
-	return c.startDatapathDaemons(ctx, dpc)
+	return startDatapathDaemons(ctx, ac, dpc)
 }
 
 // dpCluster describes the cluster to its datapath.
-func (c *creator) dpCluster() datapath.Cluster {
-	p := c.spec.Plan()
-	dpc := datapath.Cluster{Name: c.spec.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
-		Kubeconfig: c.layout.Kubeconfig(c.spec.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
-		Bin: c.anyBin, StateDir: c.layout.Dir(c.spec.Name), MTU: c.spec.UnderlayMTU(), Family: c.spec.Family()}
+func dpCluster(s Spec, l Layout, bins binPaths) datapath.Cluster {
+	p := s.Plan()
+	dpc := datapath.Cluster{Name: s.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
+		Kubeconfig: l.Kubeconfig(s.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
+		Bin: bins.any, StateDir: l.Dir(s.Name), MTU: s.UnderlayMTU(), Family: s.Family()}
 	if p.HasIPv6() {
 		dpc.ClusterCIDR6 = p.ClusterCIDR6()
 	}
-	for i := 1; i <= c.spec.Nodes; i++ {
-		dpc.Nodes = append(dpc.Nodes, c.dpNode(i))
+	for i := 1; i <= s.Nodes; i++ {
+		dpc.Nodes = append(dpc.Nodes, dpNode(s, nodeOf(s, l, i)))
 	}
 	return dpc
 }
 
 // startDatapathDaemons starts a datapath's daemons and waits until each is ready.
-func (c *creator) startDatapathDaemons(ctx context.Context, dpc datapath.Cluster) error {
-	wd, ok := c.dp.(datapath.WithDaemons)
+func startDatapathDaemons(ctx context.Context, ac *actionContext, dpc datapath.Cluster) error {
+	wd, ok := ac.dp.(datapath.WithDaemons)
 	if !ok {
 		return nil
 	}
 	daemons, err := wd.Daemons(dpc)
 	if err != nil {
-		return fmt.Errorf("datapath %s: %w", c.dp.Name(), err)
+		return fmt.Errorf("datapath %s: %w", ac.dp.Name(), err)
 	}
+	s := ac.spec
 	for _, d := range daemons {
-		netns, cg := c.spec.CtlNetns(), c.spec.CgroupRoot()+"/ctl"
+		netns, cg := s.CtlNetns(), s.CgroupRoot()+"/ctl"
 		if d.Node > 0 {
-			netns, cg = c.spec.NodeNetns(d.Node), c.spec.CgroupRoot()+"/"+c.spec.NodeName(d.Node)+"/system"
+			n := nodeOf(s, ac.layout, d.Node)
+			netns, cg = n.netns, n.cgroup
 		}
-		if _, err := c.start(ctx, daemon{name: d.Name, netns: netns, cgroup: cg, argv: d.Argv, env: d.Env}); err != nil {
+		if _, err := ac.procs.start(daemon{name: d.Name, netns: netns, cgroup: cg, argv: d.Argv, env: d.Env}); err != nil {
 			return err
 		}
 	}
@@ -109,48 +117,51 @@ func (c *creator) startDatapathDaemons(ctx context.Context, dpc datapath.Cluster
 		if d.Ready == nil {
 			continue
 		}
-		if err := c.poll(ctx, d.Name+" to be ready", c.wait, func() (bool, error) { return d.Ready(), nil }); err != nil {
-			return fmt.Errorf("%w; last lines of its log:\n%s", err, tail(filepath.Join(c.layout.LogDir(c.spec.Name), d.Name+".log"), 15))
+		if err := ac.procs.poll(ctx, d.Name+" to be ready", ac.waits.total, func() (bool, error) { return d.Ready(), nil }); err != nil {
+			return fmt.Errorf("%w; last lines of its log:\n%s", err, tail(ac.procs.logFile(d.Name), 15))
 		}
 	}
 	return nil
 }
 
-// connect builds the admin client used by the rest of create.
-func (c *creator) connect() error {
-	cfg, err := clientcmd.BuildConfigFromFlags("", c.layout.Kubeconfig(c.spec.Name))
+// adminClient is the cluster's admin client, whose requests time out after timeout.
+func adminClient(l Layout, name string, timeout time.Duration) (kubernetes.Interface, error) {
+	cfg, err := clientcmd.BuildConfigFromFlags("", l.Kubeconfig(name))
 	if err != nil {
-		return fmt.Errorf("load kubeconfig: %w", err)
+		return nil, fmt.Errorf("load kubeconfig: %w", err)
 	}
-	// 10 s at the default --wait; a slow host's API server gets longer.
-	cfg.Timeout = c.stepTimeout(18, 10*time.Second)
+	cfg.Timeout = timeout
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
-		return fmt.Errorf("client for %s: %w", c.spec.Name, err)
+		return nil, fmt.Errorf("client for %s: %w", name, err)
 	}
-	c.client = cs
-	return nil
+	return cs, nil
 }
 
-// waitAPIServer waits until /readyz answers ok.
-func (c *creator) waitAPIServer(ctx context.Context) error {
-	if err := c.connect(); err != nil {
+// waitAPIServer makes the admin client the rest of create uses and waits until /readyz
+// answers ok.
+func waitAPIServer(ctx context.Context, ac *actionContext) error {
+	// 10 s at the default --wait; a slow host's API server gets longer.
+	client, err := adminClient(ac.layout, ac.spec.Name, ac.waits.step(18, 10*time.Second))
+	if err != nil {
 		return err
 	}
-	return c.poll(ctx, "the API server's /readyz", c.stepTimeout(3, time.Minute), func() (bool, error) {
-		body, err := c.client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
+	ac.client = client
+	return ac.procs.poll(ctx, "the API server's /readyz", ac.waits.step(3, time.Minute), func() (bool, error) {
+		body, err := client.Discovery().RESTClient().Get().AbsPath("/readyz").DoRaw(ctx)
 		return err == nil && string(body) == "ok", nil
 	})
 }
 
 // waitNodesReady writes pod CIDRs when the datapath does not have them allocated, and waits
 // until every node reports Ready.
-func (c *creator) waitNodesReady(ctx context.Context) error {
+func waitNodesReady(ctx context.Context, ac *actionContext) error {
+	s, allocated := ac.spec, ac.dp.AllocateNodeCIDRs()
 	patched := map[string]bool{}
 	// A patch that fails is retried until the wait ends: a busy API server times requests out.
 	var patchErr error
-	err := c.poll(ctx, "all nodes Ready", c.wait, func() (bool, error) {
-		nodes, err := c.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
+	err := ac.procs.poll(ctx, "all nodes Ready", ac.waits.total, func() (bool, error) {
+		nodes, err := ac.client.CoreV1().Nodes().List(ctx, metav1.ListOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -158,17 +169,17 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 		for _, n := range nodes.Items {
 			switch {
 			case patched[n.Name]:
-			case !c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR == "":
-				if patchErr = c.patchPodCIDR(ctx, n.Name); patchErr != nil {
+			case !allocated && n.Spec.PodCIDR == "":
+				if patchErr = patchPodCIDR(ctx, ac.client, s, n.Name); patchErr != nil {
 					return false, nil
 				}
 				patched[n.Name] = true
-			case c.dp.AllocateNodeCIDRs() && n.Spec.PodCIDR != "":
+			case allocated && n.Spec.PodCIDR != "":
 				cidrs := n.Spec.PodCIDRs
 				if len(cidrs) == 0 {
 					cidrs = []string{n.Spec.PodCIDR}
 				}
-				if err := c.routePodCIDR(ctx, n.Name, cidrs); err != nil {
+				if err := routePodCIDR(ctx, s, n.Name, cidrs); err != nil {
 					return false, err
 				}
 				patched[n.Name] = true
@@ -177,29 +188,29 @@ func (c *creator) waitNodesReady(ctx context.Context) error {
 				ready++
 			}
 		}
-		return ready == c.spec.Nodes, nil
+		return ready == s.Nodes, nil
 	})
 	if err != nil {
 		if patchErr != nil {
 			err = fmt.Errorf("%w (last error: %w)", err, patchErr)
 		}
-		return fmt.Errorf("%w; last lines of %s:\n%s", err, c.spec.NodeName(1)+"-kubelet.log",
-			tail(filepath.Join(c.layout.LogDir(c.spec.Name), c.spec.NodeName(1)+"-kubelet.log"), 15))
+		return fmt.Errorf("%w; last lines of %s:\n%s", err, s.NodeName(1)+"-kubelet.log", tail(ac.procs.logFile(s.NodeName(1)+"-kubelet"), 15))
 	}
 	return nil
 }
 
-func (c *creator) patchPodCIDR(ctx context.Context, node string) error {
-	for i := 1; i <= c.spec.Nodes; i++ {
-		if c.spec.NodeName(i) != node {
+// patchPodCIDR gives a node the pod CIDRs of the cluster's plan.
+func patchPodCIDR(ctx context.Context, client kubernetes.Interface, s Spec, node string) error {
+	for i := 1; i <= s.Nodes; i++ {
+		if s.NodeName(i) != node {
 			continue
 		}
-		cidrs := c.spec.Plan().PodCIDRs(i)
+		cidrs := s.Plan().PodCIDRs(i)
 		patch, _ := json.Marshal(map[string]any{"spec": map[string]any{"podCIDR": cidrs[0].String(), "podCIDRs": strs(cidrs)}})
-		if _, err := c.client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
+		if _, err := client.CoreV1().Nodes().Patch(ctx, node, types.StrategicMergePatchType, patch, metav1.PatchOptions{}); err != nil {
 			return fmt.Errorf("set pod CIDR of %s: %w", node, err)
 		}
 		return nil
 	}
-	return fmt.Errorf("node %s registered but is not part of cluster %s", node, c.spec.Name)
+	return fmt.Errorf("node %s registered but is not part of cluster %s", node, s.Name)
 }

@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -36,37 +37,49 @@ type running struct {
 // accounted to, and found by, the cluster's cgroup from their first instruction.
 const joinAndExec = `for f in $CNB_CGROUP_PROCS; do echo $$ > "$f" || exit 97; done; exec "$@"`
 
+// supervisor starts a cluster's daemons and keeps them: a daemon's death fails the create's
+// waits at once, and an aborted create kills what it started.
+type supervisor struct {
+	dir, logDir, runDir string // the cluster's state directory, its logs and its pid files
+	cg                  cgroupTree
+
+	mu      sync.Mutex
+	daemons []*running
+}
+
+func newSupervisor(l Layout, s Spec, cg cgroupTree) *supervisor {
+	return &supervisor{dir: l.Dir(s.Name), logDir: l.LogDir(s.Name), runDir: filepath.Join(l.Dir(s.Name), "run"), cg: cg}
+}
+
 // start launches d detached from the terminal (its own session, so Ctrl-C on the CLI does not
 // reach it) with output appended to its log, and records its pid for delete.
-func (c *creator) start(ctx context.Context, d daemon) (*running, error) {
-	logDir := c.layout.LogDir(c.spec.Name)
-	runDir := c.runDir()
-	for _, dir := range []string{logDir, runDir} {
+func (sv *supervisor) start(d daemon) (*running, error) {
+	for _, dir := range []string{sv.logDir, sv.runDir} {
 		if err := os.MkdirAll(dir, 0o755); err != nil {
 			return nil, fmt.Errorf("start %s: %w", d.name, err)
 		}
 	}
-	logPath := filepath.Join(logDir, d.name+".log")
+	logPath := sv.logFile(d.name)
 	logf, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, fmt.Errorf("start %s: open log: %w", d.name, err)
 	}
 	defer logf.Close()
-	if err := c.cg.ensure(d.cgroup); err != nil {
+	if err := sv.cg.ensure(d.cgroup); err != nil {
 		return nil, fmt.Errorf("start %s: %w", d.name, err)
 	}
 	args := append([]string{"--net=/run/netns/" + d.netns, "--", "sh", "-c", joinAndExec, "cnb-" + d.name}, d.argv...)
 	cmd := exec.Command("nsenter", args...)
 	cmd.Stdout, cmd.Stderr = logf, logf
 	cmd.Env = append(os.Environ(), d.env...)
-	cmd.Env = append(cmd.Env, "CNB_CGROUP_PROCS="+strings.Join(c.cg.procsFiles(d.cgroup), " "))
-	cmd.Dir = c.layout.Dir(c.spec.Name)
+	cmd.Env = append(cmd.Env, "CNB_CGROUP_PROCS="+strings.Join(sv.cg.procsFiles(d.cgroup), " "))
+	cmd.Dir = sv.dir
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s (%s): %w", d.name, d.argv[0], err)
 	}
 	r := &running{name: d.name, pid: cmd.Process.Pid, log: logPath, done: make(chan struct{})}
-	if err := os.WriteFile(filepath.Join(runDir, d.name+".pid"), []byte(strconv.Itoa(r.pid)), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(sv.runDir, d.name+".pid"), []byte(strconv.Itoa(r.pid)), 0o644); err != nil {
 		_ = cmd.Process.Kill()
 		return nil, fmt.Errorf("start %s: record pid: %w", d.name, err)
 	}
@@ -75,8 +88,71 @@ func (c *creator) start(ctx context.Context, d daemon) (*running, error) {
 		r.err = cmd.Wait()
 		close(r.done)
 	}()
-	c.watch(r)
+	sv.mu.Lock()
+	sv.daemons = append(sv.daemons, r)
+	sv.mu.Unlock()
 	return r, nil
+}
+
+// logFile is the log of the daemon called name.
+func (sv *supervisor) logFile(name string) string { return filepath.Join(sv.logDir, name+".log") }
+
+// deadDaemon returns the error of the first started daemon that has exited.
+func (sv *supervisor) deadDaemon() error {
+	sv.mu.Lock()
+	defer sv.mu.Unlock()
+	for _, r := range sv.daemons {
+		if err := r.exited(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// poll waits for cond, failing early when a daemon dies, the context ends or timeout passes.
+func (sv *supervisor) poll(ctx context.Context, what string, timeout time.Duration, cond func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	tick := time.NewTicker(100 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		ok, err := cond()
+		if err != nil {
+			return err
+		}
+		if ok {
+			return nil
+		}
+		if err := sv.deadDaemon(); err != nil {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s waiting for %s", timeout, what)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+}
+
+// killAll kills the daemons started and waits until they are reaped. Delete finds processes
+// through the cluster's cgroup, but a daemon started a moment ago may still be in its
+// nsenter/sh prologue, not yet in that cgroup; as the parent, the create knows it regardless.
+func (sv *supervisor) killAll(ctx context.Context) {
+	sv.mu.Lock()
+	own := append([]*running(nil), sv.daemons...)
+	sv.mu.Unlock()
+	for _, r := range own {
+		_ = syscall.Kill(r.pid, syscall.SIGKILL)
+	}
+	for _, r := range own {
+		select {
+		case <-r.done:
+		case <-ctx.Done():
+			return
+		}
+	}
 }
 
 // exited returns an error with the tail of the daemon's log if it has already exited.

@@ -35,10 +35,10 @@ func (p Plan) RegistryAddr() string {
 	return net.JoinHostPort(p.ExternalIP().String(), strconv.Itoa(registryPort))
 }
 
-// Registry returns the host:port of the cluster's lab registry, or false when it was created
-// without one.
-func (s Spec) Registry() (string, bool) {
-	if !s.HasRegistry {
+// LabRegistry returns the host:port of the cluster's lab registry, or false when it was
+// created without one.
+func (s Spec) LabRegistry() (string, bool) {
+	if !s.Registry {
 		return "", false
 	}
 	return s.Plan().RegistryAddr(), true
@@ -73,43 +73,36 @@ func hostsTOML(addr, caFile string) string {
 		"https://"+addr, "https://"+addr, caFile)
 }
 
-// writeRegistryHosts gives node i's containerd the lab registry, when the cluster has one.
-func (c *creator) writeRegistryHosts(i int) error {
-	if !c.registry {
-		return nil
-	}
-	addr := c.spec.Plan().RegistryAddr()
-	dir := filepath.Join(c.certsDir(i), addr)
+// writeRegistryHosts gives a node's containerd, whose registry configuration is certsDir, the
+// lab registry at addr, trusting caFile.
+func writeRegistryHosts(certsDir, addr, caFile string) error {
+	dir := filepath.Join(certsDir, addr)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("node %d: %w", i, err)
+		return err
 	}
-	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hostsTOML(addr, c.layout.CAFile(c.spec.Name))), 0o644); err != nil {
-		return fmt.Errorf("node %d: the lab registry's hosts.toml: %w", i, err)
+	if err := os.WriteFile(filepath.Join(dir, "hosts.toml"), []byte(hostsTOML(addr, caFile)), 0o644); err != nil {
+		return fmt.Errorf("the lab registry's hosts.toml: %w", err)
 	}
 	return nil
 }
 
-// certsDir is node i's containerd registry configuration (config_path): inside the node's
-// directory, so that no host-wide registry configuration applies to the lab.
-func (c *creator) certsDir(i int) string { return filepath.Join(c.nodeDir(i), "containerd", "certs.d") }
-
 // setupRegistry starts the lab registry on the external host, when the cluster asks for one:
 // a certificate from the cluster's CA for the external host's address, a random password in
 // an htpasswd file, and the credentials where a push and a pull Secret find them.
-func (c *creator) setupRegistry(ctx context.Context) error {
-	if !c.registry {
+func setupRegistry(ctx context.Context, ac *actionContext) error {
+	s, p := ac.spec, ac.spec.Plan()
+	if !s.Registry {
 		return nil
 	}
-	s, p := c.spec, c.spec.Plan()
-	dir := c.layout.registryDir(s.Name)
+	dir := ac.layout.registryDir(s.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		return fmt.Errorf("the lab registry: %w", err)
 	}
-	cert, key, err := c.issueCert("registry", p.ExternalIP())
+	cert, key, err := issueCert(ac.layout, s.Name, "registry", p.ExternalIP())
 	if err != nil {
 		return fmt.Errorf("the lab registry: %w", err)
 	}
-	if err := c.writeRegistryAuth(dir, p.RegistryAddr()); err != nil {
+	if err := writeRegistryAuth(dir, ac.layout.RegistryAuthDir(s.Name), p.RegistryAddr()); err != nil {
 		return err
 	}
 	config := fmt.Sprintf(`version: 0.1
@@ -122,29 +115,24 @@ auth: {htpasswd: {realm: cnibench-lab, path: %q}}
 		return fmt.Errorf("the lab registry's configuration: %w", err)
 	}
 	// The registry exports traces only when told to; none is a lab's only safe setting.
-	r, err := c.start(ctx, daemon{name: "registry", netns: s.ExtNetns(), cgroup: s.CgroupRoot() + "/ext",
-		argv: []string{c.cache.Path(binaries.RegistryBinary), "serve", filepath.Join(dir, "config.yml")},
+	r, err := ac.procs.start(daemon{name: "registry", netns: s.ExtNetns(), cgroup: s.CgroupRoot() + "/ext",
+		argv: []string{ac.bins.bin(binaries.RegistryBinary), "serve", filepath.Join(dir, "config.yml")},
 		env:  []string{"OTEL_TRACES_EXPORTER=none", "OTEL_SDK_DISABLED=true"}})
 	if err != nil {
 		return err
 	}
-	if err := c.poll(ctx, "the lab registry", c.stepTimeout(6, 20*time.Second), func() (bool, error) {
+	return ac.procs.poll(ctx, "the lab registry", ac.waits.step(6, 20*time.Second), func() (bool, error) {
 		if err := r.exited(); err != nil {
 			return false, err
 		}
 		return exec.CommandContext(ctx, "ip", "netns", "exec", s.ExtNetns(), "bash", "-c",
 			fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", p.ExternalIP(), registryPort)).Run() == nil, nil
-	}); err != nil {
-		return err
-	}
-	s.HasRegistry = true
-	c.spec = s
-	return c.layout.writeSpec(s)
+	})
 }
 
 // writeRegistryAuth makes the registry's password and writes its htpasswd file in dir and the
-// docker config holding it.
-func (c *creator) writeRegistryAuth(dir, addr string) error {
+// docker config holding it in authDir.
+func writeRegistryAuth(dir, authDir, addr string) error {
 	raw := make([]byte, 16)
 	if _, err := rand.Read(raw); err != nil {
 		return fmt.Errorf("the lab registry's password: %w", err)
@@ -160,7 +148,6 @@ func (c *creator) writeRegistryAuth(dir, addr string) error {
 	auth := map[string]any{"auths": map[string]any{addr: map[string]string{
 		"auth": base64.StdEncoding.EncodeToString([]byte(RegistryUser + ":" + password))}}}
 	doc, _ := json.MarshalIndent(auth, "", "  ")
-	authDir := c.layout.RegistryAuthDir(c.spec.Name)
 	if err := os.MkdirAll(authDir, 0o700); err != nil {
 		return fmt.Errorf("the lab registry's credentials: %w", err)
 	}

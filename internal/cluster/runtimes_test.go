@@ -52,12 +52,12 @@ func TestNormalizeRuntimes(t *testing.T) {
 // gets a shim configuration naming the cached runsc and the platform.
 func TestRuntimeSections(t *testing.T) {
 	dir := t.TempDir()
-	c := &creator{layout: Layout{Root: dir}, cache: binaries.Cache{Dir: "/cache"},
-		spec: Spec{Name: "t", Runtimes: lab.RuntimeHandlers()}}
-	if err := os.MkdirAll(c.nodeDir(1), 0o755); err != nil {
+	l, s := Layout{Root: dir}, Spec{LocalConfig: lab.LocalConfig{Name: "t"}, Runtimes: lab.RuntimeHandlers()}
+	n := nodeOf(s, l, 1)
+	if err := os.MkdirAll(n.dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err := c.runtimeSections(1)
+	out, err := runtimeSections(s, l, binPaths{cache: binaries.Cache{Dir: "/cache"}}, n)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -67,21 +67,21 @@ func TestRuntimeSections(t *testing.T) {
 		}
 	}
 	for _, want := range []string{
-		`Root = "` + filepath.Join(c.nodeDir(1), "runc") + `"`,
-		`BinaryName = "` + filepath.Join(c.layout.Dir("t"), "bin", "crun") + `"`,
+		`Root = "` + filepath.Join(n.dir, "runc") + `"`,
+		`BinaryName = "` + filepath.Join(l.Dir("t"), "bin", "crun") + `"`,
 		`runtime_type = "io.containerd.runsc.v1"`,
-		`ConfigPath = "` + filepath.Join(c.nodeDir(1), "runsc.toml") + `"`,
+		`ConfigPath = "` + filepath.Join(n.dir, "runsc.toml") + `"`,
 		`BinaryName = "/cache/bin/youki"`,
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("missing %s in:\n%s", want, out)
 		}
 	}
-	conf, err := os.ReadFile(filepath.Join(c.nodeDir(1), "runsc.toml"))
+	conf, err := os.ReadFile(filepath.Join(n.dir, "runsc.toml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`binary_name = "/cache/bin/runsc"`, `root = "` + filepath.Join(c.nodeDir(1), "runsc") + `"`, `platform = "systrap"`} {
+	for _, want := range []string{`binary_name = "/cache/bin/runsc"`, `root = "` + filepath.Join(n.dir, "runsc") + `"`, `platform = "systrap"`} {
 		if !strings.Contains(string(conf), want) {
 			t.Errorf("runsc.toml lacks %s:\n%s", want, conf)
 		}
@@ -158,5 +158,40 @@ func TestHostsTOMLNamesTheRegistryAndCA(t *testing.T) {
 	host, ok := h.Host["https://10.201.0.200:5000"]
 	if h.Server != "https://10.201.0.200:5000" || !ok || host.CA != "/s/pki/ca.crt" || !slices.Equal(host.Capabilities, []string{"pull", "resolve"}) {
 		t.Errorf("hosts.toml decodes to %+v", h)
+	}
+}
+
+// The runtime handler table has one entry per handler the vocabulary names, in its order;
+// each handler's version comes from the binary it runs (the cached one when built, the host's
+// otherwise), and its fingerprint notes what sets it apart.
+func TestRuntimeHandlerTable(t *testing.T) {
+	var names []string
+	for _, h := range runtimeHandlers() {
+		names = append(names, h.Name)
+	}
+	if !slices.Equal(names, lab.RuntimeHandlers()) {
+		t.Errorf("table's handlers %v, want %v", names, lab.RuntimeHandlers())
+	}
+	cache := binaries.Cache{Dir: "/cache"}
+	for name, want := range map[string][]string{
+		lab.RuntimeRunc:  {"runc", "--version"},
+		lab.RuntimeCrun:  {"crun", "--version"},
+		lab.RuntimeRunsc: {"/cache/bin/runsc", "--version"},
+		lab.RuntimeYouki: {"/cache/bin/youki", "--version"},
+	} {
+		h, err := LookupRuntime(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := h.VersionCommand(cache); !slices.Equal(got, want) {
+			t.Errorf("%s's version command %v, want %v", name, got, want)
+		}
+	}
+	runsc, _ := LookupRuntime(lab.RuntimeRunsc)
+	if got := runsc.Fingerprint(); got["oci_runtime"] != "runsc" || got["gvisor_platform"] != GVisorPlatform {
+		t.Errorf("runsc's fingerprint %v", got)
+	}
+	if _, err := LookupRuntime("kata"); err == nil || !strings.Contains(err.Error(), `"kata": expected one of runc, crun, runsc, youki`) {
+		t.Errorf("LookupRuntime(kata) = %v", err)
 	}
 }

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 
@@ -26,38 +28,81 @@ const (
 // Spec is what a cluster was created with. It is written before any host object exists, so
 // that delete can always recompute every name and range, even after a killed create.
 type Spec struct {
+	// LocalConfig is what the cluster was asked to be, its defaults filled. In state written
+	// by older releases some settings are empty, each meaning what those releases built: the
+	// accessors (ContainerRuntime, UnderlayMTU, Family) say so, and an empty Kubernetes
+	// release is read as v1.34.2 (specFile).
+	lab.LocalConfig
+	Index int
+	// Cgroups is the host's cgroup layout the cluster was built on (see cgroupTree.String).
+	Cgroups string
+	// Runtimes are the OCI runtime handlers the nodes offer (see Handlers).
+	Runtimes []string
+	// HasExternal says the cluster has its external host and egress gateway (External); false
+	// in state written before they existed.
+	HasExternal bool
+	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
+	GatewayAPI bool
+	// ImageStore is where the nodes' runtime keeps images and container layers:
+	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
+	ImageStore string
+	Status     string
+	Created    time.Time
+	Images     Images
+}
+
+// specFile is a cluster's state file, cluster.json: its keys are older than lab.LocalConfig
+// (name, kubernetesVersion, registry), and state already on disk keeps them.
+type specFile struct {
 	Name      string `json:"name"`
 	Index     int    `json:"index"`
 	Nodes     int    `json:"nodes"`
 	Datapath  string `json:"datapath"`
 	ProxyMode string `json:"proxyMode"`
-	// KubernetesVersion is the release the cluster runs; empty in state written before
-	// releases were selectable, which ran v1.34.2.
-	KubernetesVersion string `json:"kubernetesVersion,omitempty"`
-	// Cgroups is the host's cgroup layout the cluster was built on (see cgroupTree.String).
-	Cgroups string `json:"cgroups,omitempty"`
-	// CRI is the nodes' container runtime interface (see ContainerRuntime).
-	CRI string `json:"cri,omitempty"`
-	// Runtimes are the OCI runtime handlers the nodes offer (see Handlers).
-	Runtimes []string `json:"runtimes,omitempty"`
-	// HasExternal says the cluster has its external host and egress gateway (External); false
-	// in state written before they existed.
-	HasExternal bool `json:"external,omitempty"`
-	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
-	GatewayAPI bool `json:"gatewayAPI,omitempty"`
-	// HasRegistry says the cluster has a lab registry on its external host (Registry).
-	HasRegistry bool `json:"registry,omitempty"`
-	// MTU is the underlay's (UnderlayMTU); 0 in state written before it was chosen: 1500.
-	MTU int `json:"mtu,omitempty"`
-	// IPFamily is the cluster's IP family (lab.ClusterFamilies); "" in state written before
-	// it was chosen: ipv4.
-	IPFamily string `json:"ipFamily,omitempty"`
-	// ImageStore is where the nodes' runtime keeps images and container layers:
-	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
-	ImageStore string    `json:"imageStore,omitempty"`
-	Status     string    `json:"status"`
-	Created    time.Time `json:"created"`
-	Images     Images    `json:"images"`
+	// KubernetesVersion is empty in state written before releases were selectable, which
+	// ran v1.34.2.
+	KubernetesVersion string   `json:"kubernetesVersion,omitempty"`
+	Cgroups           string   `json:"cgroups,omitempty"`
+	CRI               string   `json:"cri,omitempty"`
+	Runtimes          []string `json:"runtimes,omitempty"`
+	HasExternal       bool     `json:"external,omitempty"`
+	GatewayAPI        bool     `json:"gatewayAPI,omitempty"`
+	// HasRegistry is the cluster's lab registry (LocalConfig.Registry).
+	HasRegistry bool      `json:"registry,omitempty"`
+	MTU         int       `json:"mtu,omitempty"`
+	IPFamily    string    `json:"ipFamily,omitempty"`
+	ImageStore  string    `json:"imageStore,omitempty"`
+	Status      string    `json:"status"`
+	Created     time.Time `json:"created"`
+	Images      Images    `json:"images"`
+}
+
+// kubernetesBeforeChoice is the release every cluster ran before releases were selectable.
+const kubernetesBeforeChoice = "v1.34.2"
+
+// MarshalJSON writes the spec with the state file's keys.
+func (s Spec) MarshalJSON() ([]byte, error) {
+	c := s.LocalConfig
+	return json.Marshal(specFile{Name: c.Name, Index: s.Index, Nodes: c.Nodes, Datapath: c.Datapath, ProxyMode: c.ProxyMode,
+		KubernetesVersion: c.Kubernetes, Cgroups: s.Cgroups, CRI: c.CRI, Runtimes: s.Runtimes, HasExternal: s.HasExternal,
+		GatewayAPI: s.GatewayAPI, HasRegistry: c.Registry, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
+		Status: s.Status, Created: s.Created, Images: s.Images})
+}
+
+// UnmarshalJSON reads a state file, of this release or an older one.
+func (s *Spec) UnmarshalJSON(data []byte) error {
+	var f specFile
+	if err := json.Unmarshal(data, &f); err != nil {
+		return err
+	}
+	*s = Spec{
+		LocalConfig: lab.LocalConfig{Name: f.Name, Datapath: f.Datapath, ProxyMode: f.ProxyMode, Nodes: f.Nodes,
+			Kubernetes: cmp.Or(f.KubernetesVersion, kubernetesBeforeChoice), CRI: f.CRI, Registry: f.HasRegistry,
+			MTU: f.MTU, IPFamily: f.IPFamily},
+		Index: f.Index, Cgroups: f.Cgroups, Runtimes: f.Runtimes, HasExternal: f.HasExternal, GatewayAPI: f.GatewayAPI,
+		ImageStore: f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
+	}
+	return nil
 }
 
 // Where a cluster's nodes keep their images and container layers (Spec.ImageStore). CRI-O's
@@ -79,14 +124,6 @@ func (s Spec) UnderlayMTU() int { return cmp.Or(s.MTU, lab.DefaultMTU) }
 
 // Family is the cluster's IP family: ipv4, ipv6 or dual.
 func (s Spec) Family() string { return cmp.Or(s.IPFamily, lab.IPv4) }
-
-// Kubernetes is the release the cluster runs.
-func (s Spec) Kubernetes() string {
-	if s.KubernetesVersion == "" {
-		return "v1.34.2"
-	}
-	return s.KubernetesVersion
-}
 
 // Plan returns the cluster's address plan.
 func (s Spec) Plan() Plan { return Plan{Index: s.Index, Family: s.IPFamily} }
@@ -203,4 +240,47 @@ func (l Layout) lock() (func(), error) {
 	}
 	// Closing the descriptor releases the lock.
 	return func() { f.Close() }, nil
+}
+
+// Satisfies returns nil when the cluster is what want asks for (a config with its defaults
+// filled) and offers every runtime handler named; otherwise one error naming every setting
+// that differs. A cluster with more nodes than asked satisfies; want's MTU and IP family, when
+// empty, accept the cluster's; a cluster with a lab registry satisfies a config without one.
+func (s Spec) Satisfies(want lab.LocalConfig, runtimes []string) error {
+	var have, asked []string
+	differ := func(what string, h, w any) {
+		have, asked = append(have, fmt.Sprintf("%s %v", what, h)), append(asked, fmt.Sprintf("%s %v", what, w))
+	}
+	if s.Datapath != want.Datapath {
+		differ("datapath", s.Datapath, want.Datapath)
+	}
+	if s.ProxyMode != want.ProxyMode {
+		differ("kube-proxy", s.ProxyMode, want.ProxyMode)
+	}
+	if s.Nodes < want.Nodes {
+		have, asked = append(have, fmt.Sprintf("%d nodes", s.Nodes)), append(asked, fmt.Sprintf("%d nodes", want.Nodes))
+	}
+	if s.Kubernetes != want.Kubernetes {
+		differ("Kubernetes", s.Kubernetes, want.Kubernetes)
+	}
+	if s.ContainerRuntime() != want.CRI {
+		differ("CRI", s.ContainerRuntime(), want.CRI)
+	}
+	if want.MTU != 0 && s.UnderlayMTU() != want.MTU {
+		differ("underlay MTU", s.UnderlayMTU(), want.MTU)
+	}
+	if want.IPFamily != "" && s.Family() != want.IPFamily {
+		differ("IP family", s.Family(), want.IPFamily)
+	}
+	if want.Registry && !s.Registry {
+		have, asked = append(have, "no lab registry"), append(asked, "a lab registry")
+	}
+	if missing := slices.DeleteFunc(slices.Clone(runtimes), func(r string) bool { return slices.Contains(s.Handlers(), r) }); len(missing) > 0 {
+		differ("runtimes", strings.Join(s.Handlers(), "/"), strings.Join(runtimes, "/"))
+	}
+	if len(have) == 0 {
+		return nil
+	}
+	return fmt.Errorf("local cluster %s exists with %s; the suite asks for %s: delete it or name another cluster",
+		s.Name, strings.Join(have, ", "), strings.Join(asked, ", "))
 }

@@ -136,7 +136,7 @@ func newWorkload(ctx context.Context, t *testing.T, name string) *workload {
 	}
 	spec := readSpec(t, name)
 	return &workload{t: t, ctx: ctx, cs: cs, ns: "e2e", image: spec.Images.Tools,
-		kubeconfig: kubeconfig, cluster: name, kubectl: binaries.Default().KubectlPath(spec.Kubernetes())}
+		kubeconfig: kubeconfig, cluster: name, kubectl: binaries.Default().KubectlPath(spec.Kubernetes)}
 }
 
 // assertRelease checks that the API server and every kubelet run the given release.

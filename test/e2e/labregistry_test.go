@@ -30,7 +30,7 @@ func pushToLabRegistry(ctx context.Context, t *testing.T, w *workload, clusterNa
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, ok := spec.Registry()
+	addr, ok := spec.LabRegistry()
 	if !ok {
 		t.Fatalf("cluster %s has no lab registry: created without --registry?", clusterName)
 	}

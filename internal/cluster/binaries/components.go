@@ -89,6 +89,27 @@ type verifySpec struct {
 // in the order they should be built (cheapest first, so quick failures such
 // as a proxy refusal show up early).
 func Components() []Component {
+	all := []Component{cniPluginsComponent(), corednsComponent(), containerdComponent()}
+	for _, v := range lab.KubernetesVersions() {
+		all = append(all, kubernetesComponent(v))
+	}
+	// Datapath, runtime and ingress components live in files of their own, beside
+	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
+	// gateway.go, k6.go, stream.go).
+	all = append(all, flannelComponents()...)
+	all = append(all, ciliumComponents()...)
+	all = append(all, calicoComponents()...)
+	all = append(all, crioComponents()...)
+	all = append(all, gvisorComponents()...)
+	all = append(all, youkiComponents()...)
+	all = append(all, gatewayComponents()...)
+	all = append(all, k6Components()...)
+	all = append(all, streamComponents()...)
+	return append(all, registryComponents()...)
+}
+
+// cniPluginsComponent is the CNI reference plugins the datapaths chain.
+func cniPluginsComponent() Component {
 	cniPkgs := []string{
 		"main/bridge", "main/ptp", "main/macvlan", "main/loopback",
 		"ipam/host-local",
@@ -110,7 +131,12 @@ func Components() []Component {
 	for _, p := range cniPkgs {
 		cni.packages = append(cni.packages, "github.com/containernetworking/plugins/plugins/"+p)
 	}
+	cni.Binaries = binaryNames(cni.packages)
+	return cni
+}
 
+// containerdComponent is containerd, its runc shim and ctr.
+func containerdComponent() Component {
 	const ctdModule = "github.com/containerd/containerd/v2"
 	ctd := Component{
 		Name:      Containerd,
@@ -134,7 +160,12 @@ func Components() []Component {
 			want:   ContainerdVersion,
 		},
 	}
+	ctd.Binaries = binaryNames(ctd.packages)
+	return ctd
+}
 
+// corednsComponent is CoreDNS, the clusters' DNS.
+func corednsComponent() Component {
 	coredns := Component{
 		Name:      CoreDNS,
 		Module:    "github.com/coredns/coredns",
@@ -149,27 +180,8 @@ func Components() []Component {
 			want:   strings.TrimPrefix(CoreDNSVersion, "v"),
 		},
 	}
-
-	for _, c := range []*Component{&cni, &ctd, &coredns} {
-		c.Binaries = binaryNames(c.packages)
-	}
-	all := []Component{cni, coredns, ctd}
-	for _, v := range lab.KubernetesVersions() {
-		all = append(all, kubernetesComponent(v))
-	}
-	// Datapath, runtime and ingress components live in files of their own, beside
-	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
-	// gateway.go, k6.go, stream.go).
-	all = append(all, flannelComponents()...)
-	all = append(all, ciliumComponents()...)
-	all = append(all, calicoComponents()...)
-	all = append(all, crioComponents()...)
-	all = append(all, gvisorComponents()...)
-	all = append(all, youkiComponents()...)
-	all = append(all, gatewayComponents()...)
-	all = append(all, k6Components()...)
-	all = append(all, streamComponents()...)
-	return append(all, registryComponents()...)
+	coredns.Binaries = binaryNames(coredns.packages)
+	return coredns
 }
 
 // Lookup returns the component with the given name; for Kubernetes, the

@@ -91,19 +91,10 @@ func (p *Provider) connect(ctx context.Context) (provided, error) {
 	switch {
 	case err == nil && spec.Status != cluster.StatusReady:
 		return provided{}, fmt.Errorf("local cluster %s is %s; delete it (cnibench cluster delete --name %s) and run again", l.Name, spec.Status, l.Name)
-	case err == nil && (spec.Datapath != l.Datapath || spec.ProxyMode != l.ProxyMode || spec.Nodes < l.Nodes || spec.Kubernetes() != l.Kubernetes || spec.ContainerRuntime() != l.CRI):
-		return provided{}, fmt.Errorf("local cluster %s exists with datapath %s, kube-proxy %s, %d nodes, Kubernetes %s, CRI %s; the suite asks for %s, %s, %d, %s, %s: delete it or name another cluster",
-			l.Name, spec.Datapath, spec.ProxyMode, spec.Nodes, spec.Kubernetes(), spec.ContainerRuntime(), l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
-	case err == nil && l.MTU != 0 && spec.UnderlayMTU() != l.MTU:
-		return provided{}, fmt.Errorf("local cluster %s exists with underlay MTU %d; the suite asks for %d: delete it or name another cluster", l.Name, spec.UnderlayMTU(), l.MTU)
-	case err == nil && l.IPFamily != "" && spec.Family() != l.IPFamily:
-		return provided{}, fmt.Errorf("local cluster %s exists with IP family %s; the suite asks for %s: delete it or name another cluster", l.Name, spec.Family(), l.IPFamily)
-	case err == nil && l.Registry && !spec.HasRegistry:
-		return provided{}, fmt.Errorf("local cluster %s has no lab registry; the suite asks for one: delete it or name another cluster", l.Name)
-	case err == nil && !subset(p.runtimes, spec.Handlers()):
-		return provided{}, fmt.Errorf("local cluster %s offers runtimes %s; the suite asks for %s: delete it or name another cluster",
-			l.Name, strings.Join(spec.Handlers(), ", "), strings.Join(p.runtimes, ", "))
 	case err == nil:
+		if err := spec.Satisfies(l, p.runtimes); err != nil {
+			return provided{}, err
+		}
 		p.run.Progress("using local cluster %s", l.Name)
 	default:
 		p.run.Progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Name, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
@@ -158,16 +149,6 @@ func facts(spec cluster.Spec) map[string]string {
 		facts["egress_gateway_impl"] = "plain: a route to the gateway node, nftables SNAT there"
 	}
 	return facts
-}
-
-// subset reports whether every element of a is in b.
-func subset(a, b []string) bool {
-	for _, x := range a {
-		if !slices.Contains(b, x) {
-			return false
-		}
-	}
-	return true
 }
 
 // ReleasesObjects reports whether Release deletes the cluster, and the run's objects with it:

@@ -1,6 +1,7 @@
 package local
 
 import (
+	"cmp"
 	"context"
 	"os/exec"
 	"strings"
@@ -18,24 +19,15 @@ func (p *Provider) RuntimeFacts(ctx context.Context, runtimeClass string) map[st
 }
 
 // localRuntimeFacts records what runs a local cluster's pods of a RuntimeClass: the OCI
-// runtime and its version as the binary reports it, and for gVisor its platform.
+// runtime and its version as the binary reports it, and what the cluster's handler table notes
+// of it (gVisor's platform, crun's mount namespace).
 func localRuntimeFacts(ctx context.Context, runtimeClass string, cache binaries.Cache) map[string]string {
-	handler := runtimeClass
-	if handler == "" {
-		handler = lab.RuntimeRunc
+	handler := cmp.Or(runtimeClass, lab.RuntimeRunc)
+	facts, version := map[string]string{"oci_runtime": handler}, []string{handler, "--version"}
+	if h, err := cluster.LookupRuntime(handler); err == nil {
+		facts, version = h.Fingerprint(), h.VersionCommand(cache)
 	}
-	facts := map[string]string{"oci_runtime": handler}
-	bin := handler
-	switch handler {
-	case lab.RuntimeRunsc:
-		bin = cache.Path(binaries.RunscBinary)
-		facts["gvisor_platform"] = cluster.GVisorPlatform
-	case lab.RuntimeYouki:
-		bin = cache.Path(binaries.YoukiBinary)
-	case lab.RuntimeCrun:
-		facts["oci_runtime_note"] = "Debian crun in a private mount namespace without the cgroup2 mount (hybrid host)"
-	}
-	if v := firstLine(ctx, bin, "--version"); v != "" {
+	if v := firstLine(ctx, version[0], version[1:]...); v != "" {
 		facts["oci_runtime_version"] = v
 	}
 	return facts
