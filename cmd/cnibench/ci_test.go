@@ -16,7 +16,7 @@ import (
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 // ciStore is a store as a CI leaves it: twelve nightly runs of branch main, labelled with their
@@ -44,11 +44,11 @@ func ciStore(t *testing.T, factor float64) (path, newRun string) {
 			labels = map[string]string{"branch": "feature", "commit": "f01"}
 			id = "20261113-000000-feat"
 		}
-		cells := []fixture.Cell{
+		cells := []seedstore.Cell{
 			{Target: "local", Path: "cross-node", Workload: "tcp-stream/1", Metrics: map[string][]float64{"throughput_gbps": round(gbps)}},
 			{Target: "local", Path: "cross-node", Workload: "tcp-rr/64B", Metrics: map[string][]float64{"latency_p50_us": round(50 * math.Exp(0.03*rng.NormFloat64()))}},
 		}
-		if err := fixture.Add(ctx, db, fixture.Run{ID: id, Started: t0.Add(time.Duration(i) * 24 * time.Hour),
+		if err := seedstore.Add(ctx, db, seedstore.Run{ID: id, Started: t0.Add(time.Duration(i) * 24 * time.Hour),
 			Targets: []record.Target{{Name: "local"}}, Cells: cells, Labels: labels}); err != nil {
 			t.Fatal(err)
 		}
@@ -136,9 +136,9 @@ func TestHistoryFailsOnStoredRegression(t *testing.T) {
 		if i >= 16 {
 			gbps *= 0.85
 		}
-		if err := fixture.Add(ctx, db, fixture.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
+		if err := seedstore.Add(ctx, db, seedstore.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
 			Targets: []record.Target{{Name: "local"}}, Labels: map[string]string{"branch": "main"},
-			Cells: []fixture.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1",
+			Cells: []seedstore.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1",
 				Metrics: map[string][]float64{"throughput_gbps": {gbps, gbps, gbps}}}}}); err != nil {
 			t.Fatal(err)
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 	"github.com/spf13/cobra"
 )
 
@@ -35,19 +35,19 @@ func testStore(t *testing.T) string {
 		t.Fatal(err)
 	}
 	defer db.Close()
-	cell := func(target string, gbps float64) fixture.Cell {
-		return fixture.Cell{Target: target, Path: "cross-node", Workload: "tcp-stream/1",
-			Metrics:   map[string][]float64{"throughput_gbps": fixture.Normal(8, gbps, 0.3)},
-			Resources: map[string][]float64{"cpu_s_per_gb": fixture.Normal(8, 1, 0.05)}, Failed: 1}
+	cell := func(target string, gbps float64) seedstore.Cell {
+		return seedstore.Cell{Target: target, Path: "cross-node", Workload: "tcp-stream/1",
+			Metrics:   map[string][]float64{"throughput_gbps": seedstore.Normal(8, gbps, 0.3)},
+			Resources: map[string][]float64{"cpu_s_per_gb": seedstore.Normal(8, 1, 0.05)}, Failed: 1}
 	}
 	started := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	if err := fixture.Add(ctx, db, fixture.Run{ID: cmdRun1, Started: started,
+	if err := seedstore.Add(ctx, db, seedstore.Run{ID: cmdRun1, Started: started,
 		Targets: []record.Target{{Name: "bridge"}, {Name: "cilium-vxlan"}},
-		Cells:   []fixture.Cell{cell("bridge", 10), cell("cilium-vxlan", 12)}}); err != nil {
+		Cells:   []seedstore.Cell{cell("bridge", 10), cell("cilium-vxlan", 12)}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := fixture.Add(ctx, db, fixture.Run{ID: cmdRun2, Started: started.Add(time.Hour),
-		Targets: []record.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", 10)}}); err != nil {
+	if err := seedstore.Add(ctx, db, seedstore.Run{ID: cmdRun2, Started: started.Add(time.Hour),
+		Targets: []record.Target{{Name: "bridge"}}, Cells: []seedstore.Cell{cell("bridge", 10)}}); err != nil {
 		t.Fatal(err)
 	}
 	return path

@@ -9,27 +9,27 @@ import (
 
 	"github.com/cnibench/cnibench/internal/compare"
 	"github.com/cnibench/cnibench/internal/record"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 func TestCompareBaseline(t *testing.T) {
 	ctx := context.Background()
-	db := fixture.TempStore(t)
-	stream := func(target string, gbps float64) fixture.Cell {
-		return fixture.Cell{Target: target, Path: "cross-node", Workload: "tcp-stream/1",
-			Metrics: map[string][]float64{"throughput_gbps": fixture.Normal(8, gbps, 0.3)}}
+	db := seedstore.TempStore(t)
+	stream := func(target string, gbps float64) seedstore.Cell {
+		return seedstore.Cell{Target: target, Path: "cross-node", Workload: "tcp-stream/1",
+			Metrics: map[string][]float64{"throughput_gbps": seedstore.Normal(8, gbps, 0.3)}}
 	}
 	at := time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC)
-	runs := []fixture.Run{
+	runs := []seedstore.Run{
 		{ID: "20261121-100000-base", Started: at, Targets: []record.Target{{Name: "bridge"}, {Name: "flannel"}},
-			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 9)}},
+			Cells: []seedstore.Cell{stream("bridge", 10), stream("flannel", 9)}},
 		{ID: "20261121-110000-next", Started: at.Add(time.Hour), Targets: []record.Target{{Name: "bridge"}, {Name: "flannel"}},
-			Cells: []fixture.Cell{stream("bridge", 10), stream("flannel", 7)}},
+			Cells: []seedstore.Cell{stream("bridge", 10), stream("flannel", 7)}},
 		{ID: "20261121-120000-lone", Started: at.Add(2 * time.Hour), Targets: []record.Target{{Name: "cilium"}},
-			Cells: []fixture.Cell{stream("cilium", 12)}},
+			Cells: []seedstore.Cell{stream("cilium", 12)}},
 	}
 	for _, r := range runs {
-		if err := fixture.Add(ctx, db, r); err != nil {
+		if err := seedstore.Add(ctx, db, r); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -15,7 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 const (
@@ -34,40 +34,40 @@ const (
 func fill(t *testing.T) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db := fixture.TempStore(t)
+	db := seedstore.TempStore(t)
 	const n = 8
-	stream := func(target, path string, gbps, cpu float64) fixture.Cell {
-		return fixture.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
-			Metrics: map[string][]float64{"throughput_gbps": fixture.Normal(n, gbps, 0.3), "custom_score": fixture.Normal(n, 3, 0.5),
+	stream := func(target, path string, gbps, cpu float64) seedstore.Cell {
+		return seedstore.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
+			Metrics: map[string][]float64{"throughput_gbps": seedstore.Normal(n, gbps, 0.3), "custom_score": seedstore.Normal(n, 3, 0.5),
 				"retransmits": make([]float64, n)},
-			Resources: map[string][]float64{"cpu_s_per_gb": fixture.Normal(n, cpu, 0.05)}}
+			Resources: map[string][]float64{"cpu_s_per_gb": seedstore.Normal(n, cpu, 0.05)}}
 	}
-	rr := func(target string, reversed bool) fixture.Cell {
-		lat := fixture.Normal(n, 50, 5)
-		tps := fixture.Normal(n, 20000, 500)
+	rr := func(target string, reversed bool) seedstore.Cell {
+		lat := seedstore.Normal(n, 50, 5)
+		tps := seedstore.Normal(n, 20000, 500)
 		if reversed {
 			for i, j := 0, len(lat)-1; i < j; i, j = i+1, j-1 {
 				lat[i], lat[j] = lat[j], lat[i]
 			}
 			tps = tps[:1]
 		}
-		return fixture.Cell{Target: target, Path: "cross-node", Workload: "tcp-rr/1",
+		return seedstore.Cell{Target: target, Path: "cross-node", Workload: "tcp-rr/1",
 			Metrics: map[string][]float64{"latency_p50_us": lat, "transactions_per_s": tps}}
 	}
 	cilium := stream("cilium-vxlan", "cross-node", 12, 1.3)
 	cilium.Failed = 1
-	err := fixture.Add(ctx, db, fixture.Run{ID: run1, Started: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
+	err := seedstore.Add(ctx, db, seedstore.Run{ID: run1, Started: time.Date(2026, 11, 21, 10, 0, 0, 0, time.UTC),
 		Targets: []record.Target{
 			{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}},
 			{Name: "cilium-vxlan", Fingerprint: map[string]string{"cni": "cilium", "kernel": "6.1.0", "tunnel": "vxlan"}}},
-		Cells: []fixture.Cell{stream("bridge", "cross-node", 10, 1.0), cilium, stream("bridge", "same-node", 30, 0.5),
+		Cells: []seedstore.Cell{stream("bridge", "cross-node", 10, 1.0), cilium, stream("bridge", "same-node", 30, 0.5),
 			rr("bridge", false), rr("cilium-vxlan", true)}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = fixture.Add(ctx, db, fixture.Run{ID: run2, Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
+	err = seedstore.Add(ctx, db, seedstore.Run{ID: run2, Started: time.Date(2026, 11, 22, 10, 0, 0, 0, time.UTC),
 		Targets: []record.Target{{Name: "bridge", Fingerprint: map[string]string{"cni": "bridge", "kernel": "6.1.0"}}},
-		Cells:   []fixture.Cell{stream("bridge", "cross-node", 10, 1.0)}})
+		Cells:   []seedstore.Cell{stream("bridge", "cross-node", 10, 1.0)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 const (
@@ -35,23 +35,23 @@ func trickyFingerprint() map[string]string {
 func fill(t *testing.T) *store.DB {
 	t.Helper()
 	ctx := context.Background()
-	db := fixture.TempStore(t)
-	cell := func(target, path string, mean float64) fixture.Cell {
-		return fixture.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
-			Metrics:   map[string][]float64{"throughput_gbps": fixture.Normal(5, mean, 0.3), "retransmits": {0, 1, 0, 2, 0}},
-			Resources: map[string][]float64{"cpu_s_per_gb": fixture.Normal(5, 1, 0.05), "host_cpu_seconds": fixture.Normal(5, 4, 0.1)}}
+	db := seedstore.TempStore(t)
+	cell := func(target, path string, mean float64) seedstore.Cell {
+		return seedstore.Cell{Target: target, Path: path, Workload: "tcp-stream/1",
+			Metrics:   map[string][]float64{"throughput_gbps": seedstore.Normal(5, mean, 0.3), "retransmits": {0, 1, 0, 2, 0}},
+			Resources: map[string][]float64{"cpu_s_per_gb": seedstore.Normal(5, 1, 0.05), "host_cpu_seconds": seedstore.Normal(5, 4, 0.1)}}
 	}
 	failing := cell("cilium-vxlan", "cross-node", 12)
 	failing.Failed = 1
-	err := fixture.Add(ctx, db, fixture.Run{ID: runA, Started: t0(),
+	err := seedstore.Add(ctx, db, seedstore.Run{ID: runA, Started: t0(),
 		Targets: []record.Target{{Name: "bridge", Fingerprint: trickyFingerprint()}, {Name: "cilium-vxlan"}},
-		Cells:   []fixture.Cell{cell("bridge", "host-network", 20), cell("bridge", "cross-node", 10), failing}})
+		Cells:   []seedstore.Cell{cell("bridge", "host-network", 20), cell("bridge", "cross-node", 10), failing}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = fixture.Add(ctx, db, fixture.Run{ID: runB, Started: t0().Add(24 * time.Hour), Status: record.StatusPartial,
+	err = seedstore.Add(ctx, db, seedstore.Run{ID: runB, Started: t0().Add(24 * time.Hour), Status: record.StatusPartial,
 		Labels:  map[string]string{"branch": "main", "commit": "0123abc"},
-		Targets: []record.Target{{Name: "bridge"}}, Cells: []fixture.Cell{cell("bridge", "cross-node", 11)}})
+		Targets: []record.Target{{Name: "bridge"}}, Cells: []seedstore.Cell{cell("bridge", "cross-node", 11)}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +117,7 @@ func TestCSV(t *testing.T) {
 		}
 		if rec[col["error"]] != "" {
 			failed++
-			if rec[col["error"]] != fixture.FailedError || rec[col["kind"]] != "" || rec[col["value"]] != "" {
+			if rec[col["error"]] != seedstore.FailedError || rec[col["kind"]] != "" || rec[col["value"]] != "" {
 				t.Errorf("failed sample's record: %q", rec)
 			}
 			continue
@@ -176,7 +176,7 @@ func TestList(t *testing.T) {
 	}
 	a := runs[1]
 	if !reflect.DeepEqual(a.Targets, []string{"bridge", "cilium-vxlan"}) || a.Samples != 16 || a.Failed != 1 ||
-		a.Warmup != 3 || a.Status != record.StatusComplete || a.Duration != 19*fixture.SampleInterval {
+		a.Warmup != 3 || a.Status != record.StatusComplete || a.Duration != 19*seedstore.SampleInterval {
 		t.Errorf("run A: %+v", a)
 	}
 	var table, js bytes.Buffer

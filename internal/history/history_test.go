@@ -14,7 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 // nightly stores runs as a CI would, one a day on branch main (and one on another branch),
@@ -22,7 +22,7 @@ import (
 // runs, dropping by drop from run 15 on, and tcp-rr latency unchanged.
 func nightly(t *testing.T, runs int, drop float64) *store.DB {
 	t.Helper()
-	db := fixture.TempStore(t)
+	db := seedstore.TempStore(t)
 	rng := rand.New(rand.NewPCG(7, 8))
 	t0 := time.Date(2026, 10, 1, 3, 0, 0, 0, time.UTC)
 	for i := range runs {
@@ -32,21 +32,21 @@ func nightly(t *testing.T, runs int, drop float64) *store.DB {
 		}
 		runMean := level * math.Exp(0.04*rng.NormFloat64())
 		lat := 50 * math.Exp(0.04*rng.NormFloat64())
-		cells := []fixture.Cell{
+		cells := []seedstore.Cell{
 			{Target: "local", Path: "cross-node", Workload: "tcp-stream/1", Metrics: map[string][]float64{
 				"throughput_gbps": {runMean * 0.99, runMean, runMean * 1.01}}},
 			{Target: "local", Path: "cross-node", Workload: "tcp-rr/64B", Metrics: map[string][]float64{
 				"latency_p50_us": {lat, lat * 1.01, lat * 0.99}, "latency_p99_us": {2 * lat, 2 * lat, 2 * lat}}},
 		}
-		err := fixture.Add(context.Background(), db, fixture.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
+		err := seedstore.Add(context.Background(), db, seedstore.Run{ID: fmt.Sprintf("run-%02d", i), Started: t0.Add(time.Duration(i) * 24 * time.Hour),
 			Targets: []record.Target{{Name: "local"}}, Cells: cells, Labels: map[string]string{"branch": "main", "commit": fmt.Sprintf("c%02d", i)}})
 		if err != nil {
 			t.Fatal(err)
 		}
 	}
 	// Another branch's run, far off, which the selector leaves out.
-	err := fixture.Add(context.Background(), db, fixture.Run{ID: "dev-1", Started: t0.Add(100 * time.Hour), Targets: []record.Target{{Name: "local"}},
-		Cells: []fixture.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1", Metrics: map[string][]float64{
+	err := seedstore.Add(context.Background(), db, seedstore.Run{ID: "dev-1", Started: t0.Add(100 * time.Hour), Targets: []record.Target{{Name: "local"}},
+		Cells: []seedstore.Cell{{Target: "local", Path: "cross-node", Workload: "tcp-stream/1", Metrics: map[string][]float64{
 			"throughput_gbps": {1, 1, 1}}}}, Labels: map[string]string{"branch": "dev"}})
 	if err != nil {
 		t.Fatal(err)

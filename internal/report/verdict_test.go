@@ -9,7 +9,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/record"
-	"github.com/cnibench/cnibench/internal/testsupport/fixture"
+	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
 // cellSamples makes n measured samples of one metric, plus a warm-up and a failed one that
@@ -28,9 +28,9 @@ func cellSamples(target, path, workload, metric string, values []float64) []reco
 
 func TestVerdictRanksTargets(t *testing.T) {
 	var samples []record.Sample
-	samples = append(samples, cellSamples("bridge", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 10, 0.3))...)
-	samples = append(samples, cellSamples("cilium", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
-	samples = append(samples, cellSamples("flannel", "cross-node", "tcp-stream/1", "throughput_gbps", fixture.Normal(8, 12, 0.3))...)
+	samples = append(samples, cellSamples("bridge", "cross-node", "tcp-stream/1", "throughput_gbps", seedstore.Normal(8, 10, 0.3))...)
+	samples = append(samples, cellSamples("cilium", "cross-node", "tcp-stream/1", "throughput_gbps", seedstore.Normal(8, 12, 0.3))...)
+	samples = append(samples, cellSamples("flannel", "cross-node", "tcp-stream/1", "throughput_gbps", seedstore.Normal(8, 12, 0.3))...)
 	lines := analysis.Verdict(samples)
 	if len(lines) != 1 {
 		t.Fatalf("%d lines, want 1: %+v", len(lines), lines)
@@ -54,12 +54,12 @@ func TestVerdictRanksTargets(t *testing.T) {
 
 func TestVerdictPathsAgainstBaseline(t *testing.T) {
 	var samples []record.Sample
-	samples = append(samples, cellSamples("local", "host-network", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20, 1))...)
-	samples = append(samples, cellSamples("local", "same-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 20.2, 1))...)
-	samples = append(samples, cellSamples("local", "cross-node", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 30, 1))...)
-	samples = append(samples, cellSamples("local", "localhost", "tcp-rr/64B", "latency_p50_us", fixture.Normal(6, 16, 1))...)
-	samples = append(samples, cellSamples("local", "localhost", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 25, 1))...)
-	samples = append(samples, cellSamples("local", "host-network", "tcp-stream/1", "throughput_gbps", fixture.Normal(6, 15, 1))...)
+	samples = append(samples, cellSamples("local", "host-network", "tcp-rr/64B", "latency_p50_us", seedstore.Normal(6, 20, 1))...)
+	samples = append(samples, cellSamples("local", "same-node", "tcp-rr/64B", "latency_p50_us", seedstore.Normal(6, 20.2, 1))...)
+	samples = append(samples, cellSamples("local", "cross-node", "tcp-rr/64B", "latency_p50_us", seedstore.Normal(6, 30, 1))...)
+	samples = append(samples, cellSamples("local", "localhost", "tcp-rr/64B", "latency_p50_us", seedstore.Normal(6, 16, 1))...)
+	samples = append(samples, cellSamples("local", "localhost", "tcp-stream/1", "throughput_gbps", seedstore.Normal(6, 25, 1))...)
+	samples = append(samples, cellSamples("local", "host-network", "tcp-stream/1", "throughput_gbps", seedstore.Normal(6, 15, 1))...)
 	lines := analysis.Verdict(samples)
 	if len(lines) != 2 || lines[0].Workload != "tcp-rr/64B" || lines[0].Against != "host-network" || lines[0].Path != "" {
 		t.Fatalf("lines %+v", lines)
