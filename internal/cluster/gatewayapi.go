@@ -25,13 +25,17 @@ func gatewayComponents() ([]binaries.Component, error) {
 	return out, nil
 }
 
-// gatewayBinaries returns the binaries the tools image carries for the split: none unless the
-// cluster has it (ensureDependencies built them).
-func gatewayBinaries(bins binPaths, gatewayAPI bool) []string {
-	if !gatewayAPI {
-		return nil
+// imageTools returns the built binaries a local cluster's tools image carries: every tool of
+// binaries.ImageTools, the split's only where the cluster has it (ensureDependencies built
+// them).
+func imageTools(bins binPaths, gatewayAPI bool) []string {
+	var out []string
+	for _, t := range binaries.ImageTools() {
+		if !t.Split || gatewayAPI {
+			out = append(out, bins.bin(t.Binary))
+		}
 	}
-	return []string{bins.bin(binaries.K6Binary), bins.bin(binaries.TraefikBinary)}
+	return out
 }
 
 // installGatewayAPI installs the Gateway API CRDs on a cluster with the split; the run deploys

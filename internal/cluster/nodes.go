@@ -7,7 +7,6 @@ import (
 	"os"
 	"time"
 
-	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/cluster/images"
 	"github.com/cnibench/cnibench/internal/kube"
@@ -19,7 +18,7 @@ import (
 )
 
 // buildImages builds (or finds cached) the pause, CoreDNS and tools images; the tools image
-// carries the Gateway API split's binaries when the cluster has it.
+// carries the table's tools (binaries.ImageTools), the split's where the cluster has it.
 func buildImages(gatewayAPI bool) func(context.Context, *actionContext) error {
 	return func(ctx context.Context, ac *actionContext) error {
 		self, err := os.Executable()
@@ -35,8 +34,7 @@ func buildImages(gatewayAPI bool) func(context.Context, *actionContext) error {
 		if err != nil {
 			return err
 		}
-		// STREAM in every cluster's tools image; k6 and Traefik only where the split runs.
-		tools, err := b.Tools(ctx, self, append([]string{ac.bins.bin(binaries.StreamBinary)}, gatewayBinaries(ac.bins, gatewayAPI)...)...)
+		tools, err := b.Tools(ctx, self, imageTools(ac.bins, gatewayAPI)...)
 		if err != nil {
 			return err
 		}

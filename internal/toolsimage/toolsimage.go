@@ -37,19 +37,22 @@ type Options struct {
 	Progress io.Writer
 }
 
-// Build builds the tools image (or finds it cached) as the local cluster's, with STREAM for
-// the stream workload and k6 for the gateway split, and returns it with its local name.
+// Build builds the tools image (or finds it cached) as the local cluster's, with the tools of
+// binaries.ImageTools but the local cluster's own gateway, and returns it with its local name.
 func Build(ctx context.Context, o Options) (v1.Image, images.Image, error) {
 	var extras []string
-	for _, b := range []struct{ component, binary string }{{binaries.Stream, binaries.StreamBinary}, {binaries.K6, binaries.K6Binary}} {
-		comp, err := binaries.Lookup(b.component)
+	for _, b := range binaries.ImageTools() {
+		if b.LocalOnly {
+			continue
+		}
+		comp, err := binaries.Lookup(b.Component)
 		if err != nil {
 			return nil, images.Image{}, err
 		}
 		if err := o.Cache.Ensure(ctx, o.progress(), comp); err != nil {
 			return nil, images.Image{}, fmt.Errorf("tools image: %w", err)
 		}
-		extras = append(extras, o.Cache.BinaryPath(comp, b.binary))
+		extras = append(extras, o.Cache.BinaryPath(comp, b.Binary))
 	}
 	built, err := images.Builder{CacheDir: o.Cache.Dir, Progress: o.Progress}.Tools(ctx, o.Self, extras...)
 	if err != nil {
