@@ -116,9 +116,16 @@ func TestSettingsHaveTheirFlags(t *testing.T) {
 // A refused suite's fields that flags also set are named both ways.
 func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	_, err := suite.Resolve("", suite.Overrides{Precision: -1, Margin: 0.02, Repetitions: -1})
-	got := withSuiteFlags(err)
 	var invalid *suite.InvalidError
-	if !strings.Contains(got.Error(), "--margin / margin:") || !strings.Contains(got.Error(), "--repetitions / repetitions:") || !errors.As(got, &invalid) {
+	if !errors.As(err, &invalid) {
+		t.Fatalf("not a refused suite: %v", err)
+	}
+	run, _, ferr := newRootCommand().Find([]string{"run"})
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	got := withSuiteFlags(err, invalid, run)
+	if !strings.Contains(got.Error(), "margin (--margin):") || !strings.Contains(got.Error(), "repetitions (--repetitions):") || !errors.As(got, &invalid) {
 		t.Errorf("got %v", got)
 	}
 	// Through the command line: a suite file's local block keeps its field paths.
@@ -131,7 +138,7 @@ func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	err = executeCommand(context.Background(), root)
-	for _, want := range []string{`targets[0].local.cluster (--cluster): "X": expected`, "targets[0].local.nodes: 60: expected", "--repetitions / repetitions:"} {
+	for _, want := range []string{`targets[0].local.cluster (--cluster): "X": expected`, "targets[0].local.nodes: 60: expected", "repetitions (--repetitions):"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("run -f with a bad suite: %v, want %q", err, want)
 		}
