@@ -10,6 +10,7 @@ import (
 	"time"
 
 	runlabel "github.com/cnibench/cnibench/internal/label"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 )
 
@@ -129,5 +130,5 @@ func WriteList(w io.Writer, format string, runs []RunInfo) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("-o %q: expected table or json", format)
+	return &setting.Error{Name: "output", Value: fmt.Sprintf("%q", format), Want: "expected table or json"}
 }
