@@ -90,11 +90,13 @@ func containsLine(text, prefix string) bool {
 // so that the command line names the flag.
 func TestSettingsHaveTheirFlags(t *testing.T) {
 	for path, names := range map[string][]string{
-		"cluster create":         {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
-		"cluster delete":         {"cluster"},
-		"run":                    {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store"},
-		"compare":                {"metrics", "store"},
-		"results show":           {"store"},
+		"cluster create": {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
+		"cluster delete": {"cluster"},
+		"run": {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store",
+			"namespace", "image", "external", "externalTokenFile", "externalCAFile", "externalGatewayAddress", "families", "proxyMode", "output"},
+		"compare":                {"metrics", "store", "output"},
+		"results show":           {"store", "output"},
+		"results list":           {"output"},
 		"agent rr":               {"target", "port", "duration", "size", "timeout", "maxConsecutiveErrors"},
 		"agent echo-server":      {"port", "size"},
 		"agent probe":            {"until"},

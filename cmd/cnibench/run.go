@@ -39,6 +39,8 @@ confidence intervals and significance. -v adds the full table; results show prin
 Without --kubeconfig/--context it measures the embedded local cluster, creating it if absent
 (and deleting it at the end unless --keep). Progress goes to stderr, the summary to stdout.`,
 		Args: cobra.NoArgs,
+		// The settings whose flags are not their names in kebab case.
+		Annotations: settingFlags(map[string]string{"externalCAFile": "external-ca-file"}),
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if err := r.parse(); err != nil {
 				return err

@@ -13,6 +13,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -151,7 +152,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, fmt.Errorf("target %s: --namespace: the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
+		return tg, fmt.Errorf("target %s: %w", t.Name, &setting.Error{Name: "namespace", Want: fmt.Sprintf("the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave it out", shared)})
 	}
 	// Registered before anything exists in the cluster, so a failure from here on still
 	// cleans up whatever the next steps created.

@@ -17,6 +17,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 	"golang.org/x/sync/errgroup"
 )
@@ -235,7 +236,7 @@ func (p *remoteProvider) ensure(context.Context) (provided, error) {
 		return provided{}, err
 	}
 	if p.image == "" {
-		return provided{}, fmt.Errorf("target %s: --image (or the target's image) is required for a remote cluster (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)", p.target.Name)
+		return provided{}, fmt.Errorf("target %s: %w", p.target.Name, &setting.Error{Name: "image", Want: "required for a remote cluster, or the target's image (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)"})
 	}
 	got := provided{client: client, image: p.image, facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.gateway = gatewayOffer{available: p.target.GatewayClassName != "", className: p.target.GatewayClassName,
