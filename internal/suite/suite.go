@@ -1,6 +1,7 @@
 // Package suite defines what a run measures: targets x paths x workloads x repetitions, read
 // from YAML or built from flags, with defaults, validation that names the offending field,
-// and expansion into the matrix the runner interleaves.
+// and expansion into the matrix the runner interleaves. A suite file's schema is versioned
+// (apiVersion: cnibench/v1; a file without one is read as cnibench/v1).
 package suite
 
 import (
