@@ -23,8 +23,9 @@ type runOptions struct {
 	bench.Options
 	// The flags read into the options by parse: lists, percentages, node names.
 	paths, nodes, datapaths, policies, pairs, precision, warmup, margin string
-	labels []string
-	gate   gateFlags
+
+	labels []string  // --label, read into the run's labels
+	gate   gateFlags // the gate applied against --baseline
 }
 
 func newRunCommand(plugin bool) *cobra.Command {

@@ -53,10 +53,16 @@ func dimensions() []dimension {
 
 // of is the dimension's list a target is measured under: its own, else the suite's.
 func (d dimension) of(s Suite, t Target) []string {
-	if own := *d.target(&t); len(own) > 0 {
+	return ownOrSuite(*d.target(&t), *d.suite(&s))
+}
+
+// ownOrSuite is a target's own list of a dimension, else the suite's: a target's list
+// replaces the suite's.
+func ownOrSuite(own, suite []string) []string {
+	if len(own) > 0 {
 		return own
 	}
-	return *d.suite(&s)
+	return suite
 }
 
 // expand makes one target of each of the dimension's entries for every target, its own list

@@ -512,15 +512,6 @@ func (s Suite) Expand() Suite {
 	return s
 }
 
-// ownOrSuite is a target's own list of a dimension, else the suite's: a target's list
-// replaces the suite's.
-func ownOrSuite(own, suite []string) []string {
-	if len(own) > 0 {
-		return own
-	}
-	return suite
-}
-
 // MaxPairs is the largest concurrency a suite may ask for; the local cluster's kubelets
 // admit enough pods for it on two nodes.
 const MaxPairs = 120
