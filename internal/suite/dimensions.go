@@ -11,15 +11,15 @@ import (
 // named after it ("local.runsc"). Adding a dimension is an entry in dimensions, its fields
 // (Suite's and Target's list, Target's value, Overrides' list) and its validator.
 type dimension struct {
-	// name is the YAML field of the suite's and a target's lists, and the one variant's noun in
-	// messages ("runtime", "tuning", "family" in noun).
-	name, noun string
-	suite      func(*Suite) *[]string    // the suite's list
-	target     func(*Target) *[]string   // a target's own list
-	override   func(Overrides) []string  // the command line's list, replacing the suite's
-	set        func(t *Target, v string) // puts one entry on its expanded target
-	// suffix is the entry's part of an expanded target's name: the entry itself where nil.
-	suffix func(v string) string
+	// field is the YAML field of the suite's and a target's lists, noun one entry's in
+	// messages ("runtime", "tuning", "family").
+	field, noun string
+	suite       func(*Suite) *[]string   // the suite's list
+	target      func(*Target) *[]string  // a target's own list
+	override    func(Overrides) []string // the command line's list, replacing the suite's
+	value       func(*Target) *string    // the expanded target's one entry
+	// nameOf is an entry's part of an expanded target's name, where not the entry itself.
+	nameOf func(v string) string
 	// check validates one list's entries (names, each once), at field ("targets[0].tunings").
 	check func(field string, list []string) []error
 	// rules validates what depends on the rest of the suite (a target's CRI, its paths).
@@ -30,23 +30,23 @@ type dimension struct {
 // target.runtime.tuning.family.
 func dimensions() []dimension {
 	return []dimension{
-		{name: "runtimes", noun: "runtime",
+		{field: "runtimes", noun: "runtime",
 			suite:    func(s *Suite) *[]string { return &s.Runtimes },
 			target:   func(t *Target) *[]string { return &t.Runtimes },
 			override: func(o Overrides) []string { return o.Runtimes },
-			set:      func(t *Target, v string) { t.Runtime = v },
+			value:    func(t *Target) *string { return &t.Runtime },
 			check:    checkRuntimeNames, rules: Suite.validateRuntimes},
-		{name: "tunings", noun: "tuning",
+		{field: "tunings", noun: "tuning",
 			suite:    func(s *Suite) *[]string { return &s.Tunings },
 			target:   func(t *Target) *[]string { return &t.Tunings },
 			override: func(o Overrides) []string { return o.Tunings },
-			set:      func(t *Target, v string) { t.Tuning = v },
-			suffix:   tuningName, check: checkTunings, rules: Suite.validateTunings},
-		{name: "families", noun: "family",
+			value:    func(t *Target) *string { return &t.Tuning },
+			nameOf:   tuningName, check: checkTunings, rules: Suite.validateTunings},
+		{field: "families", noun: "family",
 			suite:    func(s *Suite) *[]string { return &s.Families },
 			target:   func(t *Target) *[]string { return &t.Families },
 			override: func(o Overrides) []string { return o.Families },
-			set:      func(t *Target, v string) { t.Family = v },
+			value:    func(t *Target) *string { return &t.Family },
 			check:    checkFamilies, rules: Suite.validateFamilies},
 	}
 }
@@ -74,12 +74,8 @@ func (d dimension) expand(s Suite, targets []Target) []Target {
 			one := t
 			*d.target(&one) = nil
 			if v != "" {
-				suffix := v
-				if d.suffix != nil {
-					suffix = d.suffix(v)
-				}
-				one.Name += "." + suffix
-				d.set(&one, v)
+				one.Name += "." + d.name(v)
+				*d.value(&one) = v
 			}
 			out = append(out, one)
 		}
@@ -89,11 +85,32 @@ func (d dimension) expand(s Suite, targets []Target) []Target {
 
 // validate checks the dimension's lists, the suite's and each target's, then its rules.
 func (d dimension) validate(s Suite) []error {
-	errs := d.check(d.name, *d.suite(&s))
+	errs := d.check(d.field, *d.suite(&s))
 	for i, t := range s.Targets {
-		errs = append(errs, d.check(fmt.Sprintf("targets[%d].%s", i, d.name), *d.target(&t))...)
+		errs = append(errs, d.check(fmt.Sprintf("targets[%d].%s", i, d.field), *d.target(&t))...)
 	}
 	return append(errs, d.rules(s)...)
+}
+
+// name is an entry's part of an expanded target's name: a tuning file's profile name, else
+// the entry.
+func (d dimension) name(v string) string {
+	if d.nameOf != nil {
+		return d.nameOf(v)
+	}
+	return v
+}
+
+// VariantNames lists what the target's variant of each dimension adds to its name, in order
+// ("runsc", "throughput", "ipv6"): none for a target that Expand did not make.
+func (t Target) VariantNames() []string {
+	var out []string
+	for _, d := range dimensions() {
+		if v := *d.value(&t); v != "" {
+			out = append(out, d.name(v))
+		}
+	}
+	return out
 }
 
 // variants is how many targets a target expands into: the product of its dimensions' lists.
@@ -111,7 +128,7 @@ func dimensionWords(plural bool, last string) string {
 	var words []string
 	for _, d := range dimensions() {
 		if plural {
-			words = append(words, d.name)
+			words = append(words, d.field)
 		} else {
 			words = append(words, d.noun)
 		}

@@ -16,19 +16,19 @@ func TestDimensionsReachTheirFields(t *testing.T) {
 		*d.target(&tg) = []string{"b"}
 		sj, _ := json.Marshal(s)
 		tj, _ := json.Marshal(tg)
-		if !strings.Contains(string(sj), `"`+d.name+`":["a"]`) || !strings.Contains(string(tj), `"`+d.name+`":["b"]`) {
-			t.Errorf("%s: the suite's list reaches %s, a target's %s", d.name, sj, tj)
+		if !strings.Contains(string(sj), `"`+d.field+`":["a"]`) || !strings.Contains(string(tj), `"`+d.field+`":["b"]`) {
+			t.Errorf("%s: the suite's list reaches %s, a target's %s", d.field, sj, tj)
 		}
 		if got := d.of(s, Target{}); len(got) != 1 || got[0] != "a" {
-			t.Errorf("%s: a target without its own list takes the suite's: %v", d.name, got)
+			t.Errorf("%s: a target without its own list takes the suite's: %v", d.field, got)
 		}
 		if got := d.of(s, tg); len(got) != 1 || got[0] != "b" {
-			t.Errorf("%s: a target's own list replaces the suite's: %v", d.name, got)
+			t.Errorf("%s: a target's own list replaces the suite's: %v", d.field, got)
 		}
-		var set Target
-		d.set(&set, "v")
-		if set.Runtime+set.Tuning+set.Family != "v" {
-			t.Errorf("%s: the expanded target's value: %+v", d.name, set)
+		var one Target
+		*d.value(&one) = "v"
+		if one.Runtime+one.Tuning+one.Family != "v" || strings.Join(one.VariantNames(), ",") != "v" {
+			t.Errorf("%s: the expanded target's value: %+v", d.field, one)
 		}
 	}
 	o := Overrides{Runtimes: []string{"r"}, Tunings: []string{"t"}, Families: []string{"f"}}
@@ -38,5 +38,19 @@ func TestDimensionsReachTheirFields(t *testing.T) {
 	}
 	if strings.Join(got, ",") != "r,t,f" {
 		t.Errorf("the command line's lists in expansion order: %v", got)
+	}
+}
+
+// An expanded target names its variants in the order its name has them.
+func TestVariantNames(t *testing.T) {
+	s := Default()
+	s.Runtimes, s.Tunings, s.Families = []string{"runc"}, []string{"throughput"}, []string{"ipv6"}
+	for _, tg := range s.Expand().Targets {
+		if got := strings.Join(append([]string{"local"}, tg.VariantNames()...), "."); got != tg.Name {
+			t.Errorf("%s: variant names %s", tg.Name, got)
+		}
+	}
+	if got := s.Targets[0].VariantNames(); len(got) != 0 {
+		t.Errorf("a target as written: %v", got)
 	}
 }
