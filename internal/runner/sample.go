@@ -87,8 +87,8 @@ func checkEnginesCarry(s suite.Suite, family string) error {
 	for i, w := range s.Workloads {
 		ew := w.Engine(s.Duration.Duration)
 		if e, err := engine.For(ew); err == nil && !engine.CarriesIPv6(e) {
-			return fmt.Errorf("workloads[%d] (%s): %w", i, ew.ID(), &setting.Error{Name: "families", Want: fmt.Sprintf("the target's pods are IPv6 and %s takes IPv4 only: expected ipv6 among them (families: [ipv6] in the suite), which measures it with the %s agent, or set the workload's tool: %s",
-				e.Name(), engine.NameCnibench, engine.NameCnibench)})
+			return fmt.Errorf("workloads[%d] (%s): the target's pods are IPv6 and %s takes IPv4 only: %w", i, ew.ID(), e.Name(), &setting.Error{Name: "families",
+				Want: fmt.Sprintf("expected ipv6 among them (families: [ipv6] in the suite), which measures it with the %s agent, or set the workload's tool: %s", engine.NameCnibench, engine.NameCnibench)})
 		}
 	}
 	return nil
