@@ -130,6 +130,22 @@ func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	if !strings.Contains(got.Error(), "margin (--margin):") || !strings.Contains(got.Error(), "repetitions (--repetitions):") || !errors.As(got, &invalid) {
 		t.Errorf("got %v", got)
 	}
+	for field, flag := range suiteFieldFlags() {
+		if run.Flag(flag) == nil {
+			t.Errorf("%s: run has no flag --%s", field, flag)
+		}
+	}
+	// Every variant dimension's list, the suite's, by its flag.
+	_, err = suite.Resolve("", suite.Overrides{Runtimes: []string{"BAD"}, Tunings: []string{"nope"}, Families: []string{"v4"}})
+	if !errors.As(err, &invalid) {
+		t.Fatalf("not a refused suite: %v", err)
+	}
+	got = withSuiteFlags(err, invalid, run)
+	for _, want := range []string{"runtimes[0] (--runtimes):", "tunings[0] (--tunings):", "families[0] (--families):"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("want %q in %v", want, got)
+		}
+	}
 	// Through the command line: a suite file's local block keeps its field paths.
 	file := filepath.Join(t.TempDir(), "bad.yaml")
 	if err := os.WriteFile(file, []byte("targets: [{name: a, local: {cluster: X, nodes: 60}}]\nrepetitions: 1\n"), 0o644); err != nil {
