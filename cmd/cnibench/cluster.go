@@ -98,8 +98,8 @@ func newClusterListCommand() *cobra.Command {
 		Short: "List local clusters with their health",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if o.output != "table" && o.output != "json" {
-				return fmt.Errorf("-o %q: expected table or json", o.output)
+			if err := checkOutput(o.output, "table", "json"); err != nil {
+				return err
 			}
 			infos, err := cluster.List(cmd.Context(), cluster.DefaultLayout())
 			if err != nil {

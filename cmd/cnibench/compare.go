@@ -115,8 +115,10 @@ func (c *compareOptions) parse(args []string, pooled bool) error {
 	if !validFormat(c.o.Adjust, stats.AdjustMethods()...) {
 		return fmt.Errorf("--p-adjust %q: expected one of %s", c.o.Adjust, strings.Join(stats.AdjustMethods(), ", "))
 	}
-	if !validFormat(c.output, compare.Formats()...) && c.output != "markdown" {
-		return fmt.Errorf("-o %q: expected one of %s", c.output, strings.Join(compare.Formats(), ", "))
+	if c.output != "markdown" { // md's former name
+		if err := checkOutput(c.output, compare.Formats()...); err != nil {
+			return err
+		}
 	}
 	switch c.pairing {
 	case "auto":

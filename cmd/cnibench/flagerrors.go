@@ -18,26 +18,41 @@ func executeCommand(ctx context.Context, root *cobra.Command) error {
 	var invalid *suite.InvalidError
 	if errors.As(err, &invalid) {
 		// A refused suite places its settings by their field paths (targets[0].local.nodes).
-		return withSuiteFlags(err)
+		return withSuiteFlags(err, invalid, cmd)
 	}
 	return asFlags(err, flagOf(cmd))
 }
 
-// withSuiteFlags adds their flags to the suite fields a refused suite names, since the user may
-// have set them either way: "--repetitions / repetitions: expected at least 1",
-// "targets[0].local.proxyMode (--proxy-mode): ...".
-func withSuiteFlags(err error) error {
-	msg := err.Error()
-	for field, flag := range map[string]string{"repetitions:": "--repetitions", "duration:": "--duration", "warmup:": "--warmup", "paths[": "--paths", "pairs[": "--pairs",
-		"runtimes[": "--runtimes", "precision:": "--precision", "budget:": "--budget", "margin:": "--margin", "pods:": "--pods"} {
-		if strings.HasPrefix(msg, field) || strings.Contains(msg, "\n"+field) {
-			msg = strings.ReplaceAll(msg, field, flag+" / "+field)
+// withSuiteFlags adds to each field of a refused suite the flag of cmd that also sets it, since
+// the user may have set it either way: "repetitions (--repetitions): expected at least 2",
+// "targets[0].local.proxyMode (--proxy-mode): ...". The suite's own fields are set by the
+// flag of their name (flagOf); a target's are in suiteFieldFlags.
+func withSuiteFlags(err error, invalid *suite.InvalidError, cmd *cobra.Command) error {
+	fields, flag := suiteFieldFlags(), flagOf(cmd)
+	placed := rewriteSettings(invalid.Err, func(se *setting.Error) string {
+		f := ""
+		if field := se.Field(); !strings.Contains(field, ".") {
+			f = flag(field)
+		} else if name, ok := fields[field]; ok && cmd.Flag(name) != nil {
+			f = "--" + name
 		}
+		if f == "" {
+			return ""
+		}
+		return se.Name + " (" + f + ")" + strings.TrimPrefix(se.Error(), se.Name)
+	})
+	return &flagError{msg: strings.Replace(err.Error(), invalid.Error(), placed.Error(), 1), cause: err}
+}
+
+// suiteFieldFlags maps the fields of a suite's targets (setting.Error.Field) to the flags of
+// `run` that set them on every target.
+func suiteFieldFlags() map[string]string {
+	return map[string]string{
+		"targets.local.datapath": "datapath", "targets.local.proxyMode": "proxy-mode", "targets.local.kubernetes": "kubernetes-version",
+		"targets.local.cluster": "cluster", "targets.local.cri": "cri", "targets.networkPolicy": "network-policies",
+		"targets.external.address": "external", "targets.external.tokenFile": "external-token-file",
+		"targets.external.gatewayAddress": "external-gateway-address", "targets.external.caFile": "external-ca-file",
 	}
-	for field, flag := range map[string]string{"datapath": "--datapath", "proxyMode": "--proxy-mode", "kubernetes": "--kubernetes-version", "cluster": "--cluster", "cri": "--cri"} {
-		msg = strings.ReplaceAll(msg, ".local."+field+": ", ".local."+field+" ("+flag+"): ")
-	}
-	return &flagError{msg: msg, cause: err}
 }
 
 // flagOf names the flag of cmd that sets a setting the library refused, or "" when none of
@@ -95,6 +110,17 @@ func (e *flagError) Unwrap() error { return e.cause }
 // asFlags speaks of the flags where the library speaks of the settings they set: each refused
 // setting in err (joined or wrapped) that a flag sets is named by the flag instead.
 func asFlags(err error, flag func(name string) string) error {
+	return rewriteSettings(err, func(se *setting.Error) string {
+		if f := flag(se.Name); f != "" {
+			return se.Named(f)
+		}
+		return ""
+	})
+}
+
+// rewriteSettings rewrites, in err and in each error joined in it, the text of the first
+// refused setting it carries as with says ("" keeps it), keeping the error's chain.
+func rewriteSettings(err error, with func(*setting.Error) string) error {
 	if err == nil {
 		return nil
 	}
@@ -106,8 +132,8 @@ func asFlags(err error, flag func(name string) string) error {
 	for _, e := range parts {
 		var se *setting.Error
 		if errors.As(e, &se) {
-			if f := flag(se.Name); f != "" {
-				e = &flagError{msg: strings.Replace(e.Error(), se.Error(), se.Named(f), 1), cause: e}
+			if text := with(se); text != "" {
+				e = &flagError{msg: strings.Replace(e.Error(), se.Error(), text, 1), cause: e}
 			}
 		}
 		out = append(out, e)

@@ -90,11 +90,13 @@ func containsLine(text, prefix string) bool {
 // so that the command line names the flag.
 func TestSettingsHaveTheirFlags(t *testing.T) {
 	for path, names := range map[string][]string{
-		"cluster create":         {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
-		"cluster delete":         {"cluster"},
-		"run":                    {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store"},
-		"compare":                {"metrics", "store"},
-		"results show":           {"store"},
+		"cluster create": {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
+		"cluster delete": {"cluster"},
+		"run": {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store",
+			"namespace", "image", "external", "externalTokenFile", "externalCAFile", "externalGatewayAddress", "families", "proxyMode", "output"},
+		"compare":                {"metrics", "store", "output"},
+		"results show":           {"store", "output"},
+		"results list":           {"output"},
 		"agent rr":               {"target", "port", "duration", "size", "timeout", "maxConsecutiveErrors"},
 		"agent echo-server":      {"port", "size"},
 		"agent probe":            {"until"},
@@ -116,10 +118,33 @@ func TestSettingsHaveTheirFlags(t *testing.T) {
 // A refused suite's fields that flags also set are named both ways.
 func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	_, err := suite.Resolve("", suite.Overrides{Precision: -1, Margin: 0.02, Repetitions: -1})
-	got := withSuiteFlags(err)
 	var invalid *suite.InvalidError
-	if !strings.Contains(got.Error(), "--margin / margin:") || !strings.Contains(got.Error(), "--repetitions / repetitions:") || !errors.As(got, &invalid) {
+	if !errors.As(err, &invalid) {
+		t.Fatalf("not a refused suite: %v", err)
+	}
+	run, _, ferr := newRootCommand().Find([]string{"run"})
+	if ferr != nil {
+		t.Fatal(ferr)
+	}
+	got := withSuiteFlags(err, invalid, run)
+	if !strings.Contains(got.Error(), "margin (--margin):") || !strings.Contains(got.Error(), "repetitions (--repetitions):") || !errors.As(got, &invalid) {
 		t.Errorf("got %v", got)
+	}
+	for field, flag := range suiteFieldFlags() {
+		if run.Flag(flag) == nil {
+			t.Errorf("%s: run has no flag --%s", field, flag)
+		}
+	}
+	// Every variant dimension's list, the suite's, by its flag.
+	_, err = suite.Resolve("", suite.Overrides{Runtimes: []string{"BAD"}, Tunings: []string{"nope"}, Families: []string{"v4"}})
+	if !errors.As(err, &invalid) {
+		t.Fatalf("not a refused suite: %v", err)
+	}
+	got = withSuiteFlags(err, invalid, run)
+	for _, want := range []string{"runtimes[0] (--runtimes):", "tunings[0] (--tunings):", "families[0] (--families):"} {
+		if !strings.Contains(got.Error(), want) {
+			t.Errorf("want %q in %v", want, got)
+		}
 	}
 	// Through the command line: a suite file's local block keeps its field paths.
 	file := filepath.Join(t.TempDir(), "bad.yaml")
@@ -131,7 +156,7 @@ func TestSuiteErrorsNameTheFlagsToo(t *testing.T) {
 	root.SetOut(io.Discard)
 	root.SetErr(io.Discard)
 	err = executeCommand(context.Background(), root)
-	for _, want := range []string{`targets[0].local.cluster (--cluster): "X": expected`, "targets[0].local.nodes: 60: expected", "--repetitions / repetitions:"} {
+	for _, want := range []string{`targets[0].local.cluster (--cluster): "X": expected`, "targets[0].local.nodes: 60: expected", "repetitions (--repetitions):"} {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("run -f with a bad suite: %v, want %q", err, want)
 		}

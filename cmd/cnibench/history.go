@@ -34,8 +34,8 @@ In CI, after storing each run with its labels (run --label branch=main --label c
 exits 1 when a series' latest change point is for the worse (a throughput down, a latency up).`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !validFormat(output, "table", "json") {
-				return fmt.Errorf("-o %q: expected table or json", output)
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
 			}
 			var err error
 			if o.Selector, err = label.ParseSelector(selector); err != nil {

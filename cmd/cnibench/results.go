@@ -45,6 +45,23 @@ func storeFlags(cmd *cobra.Command, location *string, persistent bool) {
 
 func validFormat(format string, formats ...string) bool { return slices.Contains(formats, format) }
 
+// checkOutput refuses an output format (-o) the command does not write, before any library is
+// asked to write it: every command checks its -o here, with one message.
+func checkOutput(format string, formats ...string) error {
+	if validFormat(format, formats...) {
+		return nil
+	}
+	return fmt.Errorf("-o %q: expected %s", format, orList(formats))
+}
+
+// orList reads a list as "a or b", "a, b or c".
+func orList(items []string) string {
+	if len(items) < 2 {
+		return strings.Join(items, "")
+	}
+	return strings.Join(items[:len(items)-1], ", ") + " or " + items[len(items)-1]
+}
+
 func newResultsListCommand(location *string) *cobra.Command {
 	var output, selector string
 	cmd := &cobra.Command{
@@ -52,8 +69,8 @@ func newResultsListCommand(location *string) *cobra.Command {
 		Short: "List stored runs, newest first: id, start, status, targets, samples, duration",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if !validFormat(output, "table", "json") {
-				return fmt.Errorf("-o %q: expected table or json", output)
+			if err := checkOutput(output, "table", "json"); err != nil {
+				return err
 			}
 			sel, err := label.ParseSelector(selector)
 			if err != nil {
@@ -89,8 +106,8 @@ samples, median, mean, 95 % confidence interval, trimmed mean, outliers and frac
 host-network baseline. RUN is a run id or a unique prefix of one.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !validFormat(output, "table", "json", "yaml") {
-				return fmt.Errorf("-o %q: expected table, json or yaml", output)
+			if err := checkOutput(output, "table", "json", "yaml"); err != nil {
+				return err
 			}
 			b, err := loadRun(cmd.Context(), *location, args[0])
 			if err != nil {
@@ -209,8 +226,8 @@ func newResultsFlameGraphCommand(location *string) *cobra.Command {
 		Example: "  cnibench results flamegraph 20261126-1430 --target flannel-vxlan --path cross-node --workload tcp-stream/1 --file vxlan.svg",
 		Args:    cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if !validFormat(output, "svg", "folded") {
-				return fmt.Errorf("-o %q: expected svg or folded", output)
+			if err := checkOutput(output, "svg", "folded"); err != nil {
+				return err
 			}
 			o.Folded = output == "folded"
 			b, err := loadRun(cmd.Context(), *location, args[0])

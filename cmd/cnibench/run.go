@@ -13,17 +13,25 @@ import (
 	"github.com/cnibench/cnibench/internal/provider/local"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/spf13/cobra"
+	"github.com/spf13/pflag"
 )
 
 // version is stamped by the build (-ldflags -X main.version=...).
 var version = "dev"
 
+// runOptions are the flags of `cnibench run`: bench's options, and the flags read into them.
+type runOptions struct {
+	bench.Options
+	// The flags read into the options by parse: lists, percentages, node names.
+	paths, nodes, datapaths, policies, pairs, precision, warmup, margin string
+
+	labels []string  // --label, read into the run's labels
+	gate   gateFlags // the gate applied against --baseline
+}
+
 func newRunCommand(plugin bool) *cobra.Command {
 	// As a kubectl plugin the default target is kubectl's current context.
-	o := bench.Options{CurrentContext: plugin}
-	var paths, nodes, datapaths, policies, pairs, precision, warmup, margin string
-	var labels []string
-	var gate gateFlags
+	r := &runOptions{Options: bench.Options{CurrentContext: plugin}}
 	cmd := &cobra.Command{
 		Use:   "run",
 		Short: "Measure pod networking: targets x paths x workloads, interleaved, with confidence intervals",
@@ -33,45 +41,69 @@ confidence intervals and significance. -v adds the full table; results show prin
 Without --kubeconfig/--context it measures the embedded local cluster, creating it if absent
 (and deleting it at the end unless --keep). Progress goes to stderr, the summary to stdout.`,
 		Args: cobra.NoArgs,
+		// The settings whose flags are not their names in kebab case.
+		Annotations: settingFlags(map[string]string{"externalCAFile": "external-ca-file"}),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			if paths != "" {
-				o.Overrides.Paths = strings.Split(paths, ",")
-			}
-			if pairs != "" {
-				var err error
-				if o.Overrides.Pairs, err = suite.ParsePairs(pairs); err != nil {
-					return err
-				}
-			}
-			if err := errors.Join(o.Overrides.SetWarmup(warmup), o.Overrides.SetPrecision(precision), o.Overrides.SetMargin(margin)); err != nil {
+			if err := r.parse(); err != nil {
 				return err
 			}
-			if datapaths != "" {
-				o.Overrides.Datapaths = strings.Split(datapaths, ",")
-			}
-			if policies != "" {
-				var err error
-				if o.Overrides.NetworkPolicies, err = suite.ParseNetworkPolicies(policies); err != nil {
-					return err
-				}
-			}
-			if nodes != "" {
-				o.Runner.Placement.Nodes = strings.Split(nodes, ",")
-			}
-			if err := runGate(&o, &gate); err != nil {
-				return err
-			}
-			var err error
-			if o.Runner.Labels, err = label.Parse(labels); err != nil {
-				return fmt.Errorf("--label %w", err)
-			}
+			o := r.Options
 			o.Stdout, o.Runner.Out = cmd.OutOrStdout(), cmd.ErrOrStderr()
 			o.Runner.Version = version
 			o.Runner.Local = local.Clusters{Layout: cluster.DefaultLayout(), Cache: binaries.Default()}.Provider
 			return bench.Run(cmd.Context(), o)
 		},
 	}
-	f := cmd.Flags()
+	r.bindTargets(cmd.Flags())
+	r.bindRounds(cmd.Flags())
+	r.bindOutput(cmd)
+	return cmd
+}
+
+// parse reads the flags that need reading into the options.
+func (r *runOptions) parse() error {
+	o := &r.Options
+	if err := checkOutput(o.Output, "table", "json", "yaml"); err != nil {
+		return err
+	}
+	if r.paths != "" {
+		o.Overrides.Paths = strings.Split(r.paths, ",")
+	}
+	if r.pairs != "" {
+		var err error
+		if o.Overrides.Pairs, err = suite.ParsePairs(r.pairs); err != nil {
+			return err
+		}
+	}
+	if err := errors.Join(o.Overrides.SetWarmup(r.warmup), o.Overrides.SetPrecision(r.precision), o.Overrides.SetMargin(r.margin)); err != nil {
+		return err
+	}
+	if r.datapaths != "" {
+		o.Overrides.Datapaths = strings.Split(r.datapaths, ",")
+	}
+	if r.policies != "" {
+		var err error
+		if o.Overrides.NetworkPolicies, err = suite.ParseNetworkPolicies(r.policies); err != nil {
+			return err
+		}
+	}
+	if r.nodes != "" {
+		o.Runner.Placement.Nodes = strings.Split(r.nodes, ",")
+	}
+	if err := runGate(o, &r.gate); err != nil {
+		return err
+	}
+	var err error
+	if o.Runner.Labels, err = label.Parse(r.labels); err != nil {
+		return fmt.Errorf("--label %w", err)
+	}
+	return nil
+}
+
+// bindTargets binds the flags that say what is measured: the clusters, their variants and
+// the pods' placement.
+func (r *runOptions) bindTargets(f *pflag.FlagSet) {
+	o := &r.Options
 	f.StringVarP(&o.SuiteFile, "file", "f", "", "suite file (YAML); default: the built-in suite")
 	f.StringVar(&o.Overrides.Kubeconfig, "kubeconfig", "", "measure the cluster of this kubeconfig instead of the local cluster")
 	f.StringVar(&o.Overrides.Context, "context", "", "kubeconfig context to use")
@@ -88,38 +120,48 @@ Without --kubeconfig/--context it measures the embedded local cluster, creating 
 	f.StringSliceVar(&o.Overrides.Families, "families", nil, "compare IP families side by side in each cluster, samples interleaved: ipv4, ipv6 (a local cluster is then built dual-stack or IPv6-only; docs/measuring.md)")
 	f.StringSliceVar(&o.Overrides.Tunings, "tunings", nil, "compare kernel tuning profiles side by side in each local cluster, samples interleaved: default, throughput, latency, no-offloads, veth-gro or YAML files (docs/measuring.md)")
 	f.StringVar(&o.Runner.Placement.Selector, "node-selector", "", "label selector for the two nodes")
-	f.StringVar(&nodes, "nodes", "", "node names: client node,server node[,more nodes to spread pairs over]")
+	f.StringVar(&r.nodes, "nodes", "", "node names: client node,server node[,more nodes to spread pairs over]")
 	f.BoolVar(&o.Runner.Placement.TolerateTaints, "tolerate-taints", false, "place pods on tainted nodes too")
 	f.StringVar(&o.Overrides.Datapath, "datapath", "", "local cluster datapath (default bridge)")
-	f.StringVar(&datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
-	f.StringVar(&policies, "network-policies", "", "measure each target under these NetworkPolicy variants, a local cluster each: none, allow (a policy admitting the client to the servers), with +N unrelated policies (e.g. none,allow,allow+100,allow+1000)")
+	f.StringVar(&r.datapaths, "datapaths", "", "compare datapaths side by side: one local cluster each, samples interleaved (e.g. bridge,flannel-vxlan,cilium-vxlan)")
+	f.StringVar(&r.policies, "network-policies", "", "measure each target under these NetworkPolicy variants, a local cluster each: none, allow (a policy admitting the client to the servers), with +N unrelated policies (e.g. none,allow,allow+100,allow+1000)")
 	f.StringVar(&o.Overrides.ProxyMode, "proxy-mode", "", "local cluster kube-proxy mode (default nftables; none for a datapath that replaces kube-proxy)")
 	f.StringVar(&o.Overrides.Kubernetes, "kubernetes-version", "", "local cluster Kubernetes release: "+strings.Join(lab.KubernetesVersions(), ", ")+" (default the first)")
 	f.StringVar(&o.Overrides.LocalCluster, "cluster", "", "local cluster name (default \"default\")")
-	f.StringVar(&paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost, egress, egress-gateway")
-	f.StringVar(&pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")
+	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
+	f.BoolVar(&o.Runner.NoNodeProbe, "no-node-probe", false, "do not read the nodes' own network settings (sysctls, MTUs, offloads) into the fingerprint; the read runs a short-lived host-network pod on each node")
+}
+
+// bindRounds binds the flags that say how it is measured: paths, concurrency, rounds and
+// their samples.
+func (r *runOptions) bindRounds(f *pflag.FlagSet) {
+	o := &r.Options
+	f.StringVar(&r.paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost, egress, egress-gateway")
+	f.StringVar(&r.pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")
 	f.IntVar(&o.Overrides.Repetitions, "repetitions", 0, "measured rounds (default from the suite: 5)")
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")
-	f.StringVar(&warmup, "warmup", "", "duration of each warm-up sample, or off: no warm-up round (default 2s)")
+	f.StringVar(&r.warmup, "warmup", "", "duration of each warm-up sample, or off: no warm-up round (default 2s)")
 	f.Int64Var(&o.Overrides.Seed, "seed", 0, "shuffle seed (default: random, stored with the run)")
-	f.StringVar(&precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget); off: exactly --repetitions rounds (default suite: 5%)")
-	f.StringVar(&margin, "margin", "", "with --precision: a comparison also needs rounds until it is different (p < 0.001) or its ratio's 95 % CI lies within this margin, e.g. 2% (default 2%)")
+	f.StringVar(&r.precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget); off: exactly --repetitions rounds (default suite: 5%)")
+	f.StringVar(&r.margin, "margin", "", "with --precision: a comparison also needs rounds until it is different (p < 0.001) or its ratio's 95 % CI lies within this margin, e.g. 2% (default 2%)")
 	f.DurationVar(&o.Overrides.Budget, "budget", 0, "with --precision: the run's time budget, setup included (default 10m)")
 	f.BoolVar(&o.Overrides.Faithful, "faithful", false, "measure with the sample durations of the study the suite reproduces (its reference.durations: 30 s, 75 s, 120 s...) instead of the suite's quicker ones")
 	f.BoolVar(&o.Overrides.Profile, "profile", false, "record where the host's CPU time goes during each sample of a local cluster (perf; folded stacks stored with the sample, top functions and flame graphs in the reports)")
 	f.StringVar(&o.Overrides.Pods, "pods", "", "how long the pods live: run (each target's pods for its largest pairs level, deployed once) or round (a pairs level's pods only for its samples, every round; pod startup and memory then per round) (default run)")
-	f.BoolVar(&o.Runner.Keep, "keep", false, "keep a local cluster the run created")
-	f.BoolVar(&o.Runner.NoNodeProbe, "no-node-probe", false, "do not read the nodes' own network settings (sysctls, MTUs, offloads) into the fingerprint; the read runs a short-lived host-network pod on each node")
+}
+
+// bindOutput binds the flags of what the run writes and stores, and what it is compared with.
+func (r *runOptions) bindOutput(cmd *cobra.Command) {
+	o, f := &r.Options, cmd.Flags()
 	f.BoolVar(&o.DryRun, "dry-run", false, "print the plan (every sample in order) and its estimated duration")
 	f.StringVar(&o.NoiseFrom, "noise-from", "", "with --dry-run: a stored run of this suite (id or prefix) whose noise plans what a gate could catch at --repetitions, and how many rounds would catch --detect")
 	storeFlags(cmd, &o.Results, false) // --store, as report, compare and results spell it
 	f.StringVarP(&o.Output, "output", "o", "table", "summary format: table (the verdict; with -v every headline metric), json or yaml")
 	f.BoolVarP(&o.Verbose, "verbose", "v", false, "end with the full table of headline metrics and the ranking before the verdict")
 	f.StringVar(&o.Baseline, "baseline", "", "a stored run (id or prefix) to compare this one with at the end, target by target")
-	gate.bind(f, "with --baseline (compare --help): ")
-	f.StringArrayVar(&labels, "label", nil, "key=value stored with the run (repeatable), e.g. --label branch=main --label commit=$SHA; "+
+	r.gate.bind(f, "with --baseline (compare --help): ")
+	f.StringArrayVar(&r.labels, "label", nil, "key=value stored with the run (repeatable), e.g. --label branch=main --label commit=$SHA; "+
 		"results list -l and compare --baseline select runs by them")
-	return cmd
 }
 
 // runGate reads the gate's flags: the gate applied against --baseline, and the settings a dry

@@ -341,7 +341,7 @@ func (r *run) finish(wall time.Duration) (agentcmd.Result, error) {
 		fmt.Fprintln(r.o.Log, "warning:", w)
 	}
 	if r.res.Transactions == 0 && r.errs.total == 0 {
-		return agentcmd.Result{}, fmt.Errorf("%s: no transaction completed: --duration %s is too short", r.res.Mode, r.o.Duration)
+		return agentcmd.Result{}, fmt.Errorf("%s: no transaction completed: %w", r.res.Mode, &setting.Error{Name: "duration", Value: r.o.Duration.String(), Want: "too short"})
 	}
 	if r.res.Transactions == 0 {
 		return agentcmd.Result{}, fmt.Errorf("%s: no transaction completed in %s: %d errors, last: %v",

@@ -113,10 +113,10 @@ const maxStartDelay = 30 * time.Second
 // ones still being released.
 func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 	if in == nil {
-		return errors.New("run --barrier: no standard input to be released through")
+		return errors.New("barrier: no standard input to be released through")
 	}
 	if _, err := fmt.Fprintln(errOut, agentcmd.ReadyLine); err != nil {
-		return fmt.Errorf("run --barrier: announce ready: %w", err)
+		return fmt.Errorf("barrier: announce ready: %w", err)
 	}
 	type release struct {
 		text string
@@ -134,7 +134,7 @@ func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 	case rel = <-line:
 	}
 	if rel.err != nil {
-		return fmt.Errorf("run --barrier: standard input closed before the release: %w", rel.err)
+		return fmt.Errorf("barrier: standard input closed before the release: %w", rel.err)
 	}
 	at, err := startTime(rel.text)
 	if err != nil {
@@ -150,18 +150,18 @@ func waitBarrier(ctx context.Context, in io.Reader, errOut io.Writer) error {
 func startTime(line string) (time.Time, error) {
 	f := strings.Fields(line)
 	if len(f) == 0 || f[0] != "go" || len(f) > 2 {
-		return time.Time{}, fmt.Errorf("run --barrier: release %q: expected \"go\" or \"go UNIX_NS\"", strings.TrimSpace(line))
+		return time.Time{}, fmt.Errorf("barrier: release %q: expected \"go\" or \"go UNIX_NS\"", strings.TrimSpace(line))
 	}
 	if len(f) == 1 {
 		return time.Now(), nil
 	}
 	ns, err := strconv.ParseInt(f[1], 10, 64)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("run --barrier: release %q: start time: %w", strings.TrimSpace(line), err)
+		return time.Time{}, fmt.Errorf("barrier: release %q: start time: %w", strings.TrimSpace(line), err)
 	}
 	at := time.Unix(0, ns)
 	if time.Until(at) > maxStartDelay {
-		return time.Time{}, fmt.Errorf("run --barrier: start time %s is more than %s away: are the clocks of this node and the runner apart?", at.UTC().Format(time.RFC3339Nano), maxStartDelay)
+		return time.Time{}, fmt.Errorf("barrier: start time %s is more than %s away: are the clocks of this node and the runner apart?", at.UTC().Format(time.RFC3339Nano), maxStartDelay)
 	}
 	return at, nil
 }

@@ -49,7 +49,7 @@ func TestRunWaitsAtTheBarrier(t *testing.T) {
 func TestRunRefusesABadRelease(t *testing.T) {
 	for _, line := range []string{"stop\n", "go soon\n", "go " + strconv.FormatInt(time.Now().Add(time.Hour).UnixNano(), 10) + "\n"} {
 		_, err := Run(context.Background(), RunOptions{Argv: []string{"true"}, Barrier: true, In: strings.NewReader(line), Err: io.Discard})
-		if err == nil || !strings.Contains(err.Error(), "run --barrier") {
+		if err == nil || !strings.Contains(err.Error(), "barrier: ") {
 			t.Errorf("release %q: err = %v", line, err)
 		}
 	}

@@ -49,7 +49,7 @@ func targetFlagsSet(o suite.Overrides) bool {
 // Run executes the run command.
 func Run(ctx context.Context, o Options) error {
 	if o.Output != "table" && o.Output != "json" && o.Output != "yaml" {
-		return fmt.Errorf("-o %q: expected table, json or yaml", o.Output)
+		return &setting.Error{Name: "output", Value: fmt.Sprintf("%q", o.Output), Want: "expected table, json or yaml"}
 	}
 	if o.CurrentContext && o.SuiteFile == "" && !targetFlagsSet(o.Overrides) {
 		name, err := kube.CurrentContext()

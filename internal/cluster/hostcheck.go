@@ -14,6 +14,8 @@ import (
 
 	"github.com/containerd/cgroups/v3"
 	"golang.org/x/sys/unix"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Kernel releases the local cluster needs: 5.10 for the datapaths (Cilium's floor), 5.13 for
@@ -100,7 +102,7 @@ func checkKernel(proxyMode string) error {
 		return fmt.Errorf("kernel %s: the local cluster needs Linux %s or newer", rel, minKernel)
 	}
 	if proxyMode == "nftables" && v.less(minKernelNftProxy) {
-		return fmt.Errorf("kernel %s: kube-proxy's nftables mode needs Linux %s or newer; use --proxy-mode iptables", rel, minKernelNftProxy)
+		return &setting.Error{Name: "proxyMode", Value: `"nftables"`, Want: fmt.Sprintf("kernel %s: kube-proxy's nftables mode needs Linux %s or newer; expected iptables", rel, minKernelNftProxy)}
 	}
 	return nil
 }

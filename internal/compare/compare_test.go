@@ -430,7 +430,7 @@ func TestWriteTable(t *testing.T) {
 	if _, err := Compare(context.Background(), fill(t), Options{Adjust: "sidak"}); err == nil || !strings.Contains(err.Error(), "bh, holm, none") {
 		t.Errorf("unknown adjustment: %v", err)
 	}
-	if err := Write(&buf, "html", Result{}); err == nil || !strings.Contains(err.Error(), "-o") {
+	if err := Write(&buf, "html", Result{}); err == nil || !strings.Contains(err.Error(), `output: "html"`) {
 		t.Errorf("Write(html): err = %v", err)
 	}
 }

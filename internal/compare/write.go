@@ -10,6 +10,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/mdtext"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/stats"
 )
 
@@ -34,7 +35,7 @@ func Write(w io.Writer, format string, res Result) error {
 	case FormatJSON:
 		err = writeJSON(w, res)
 	default:
-		return fmt.Errorf("-o %q: expected one of %s", format, strings.Join(Formats(), ", "))
+		return &setting.Error{Name: "output", Value: fmt.Sprintf("%q", format), Want: "expected one of " + strings.Join(Formats(), ", ")}
 	}
 	if err != nil {
 		return fmt.Errorf("write comparison: %w", err)

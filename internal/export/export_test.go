@@ -197,7 +197,7 @@ func TestList(t *testing.T) {
 	if !strings.Contains(js.String(), `"duration_s": 190`) || !strings.Contains(js.String(), `"failed": 1`) {
 		t.Errorf("json:\n%s", js.String())
 	}
-	if err := WriteList(&js, "yaml", runs); err == nil || !strings.Contains(err.Error(), "-o") {
+	if err := WriteList(&js, "yaml", runs); err == nil || !strings.Contains(err.Error(), `output: "yaml"`) {
 		t.Errorf("WriteList(yaml): err = %v", err)
 	}
 	js.Reset()

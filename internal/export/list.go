@@ -12,6 +12,7 @@ import (
 	runlabel "github.com/cnibench/cnibench/internal/label"
 
 	"github.com/cnibench/cnibench/internal/record"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // Lister is a Source that can also list every run.
@@ -130,5 +131,5 @@ func WriteList(w io.Writer, format string, runs []RunInfo) error {
 		}
 		return nil
 	}
-	return fmt.Errorf("-o %q: expected table or json", format)
+	return &setting.Error{Name: "output", Value: fmt.Sprintf("%q", format), Want: "expected table or json"}
 }

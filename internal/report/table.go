@@ -13,6 +13,7 @@ import (
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/label"
 	"github.com/cnibench/cnibench/internal/record"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/stats"
 	"github.com/cnibench/cnibench/internal/suite"
 	"sigs.k8s.io/yaml"
@@ -83,7 +84,7 @@ func Write(w io.Writer, format string, d Document) error {
 		_, err = w.Write(out)
 		return err
 	}
-	return fmt.Errorf("-o %q: expected table, json or yaml", format)
+	return &setting.Error{Name: "output", Value: fmt.Sprintf("%q", format), Want: "expected table, json or yaml"}
 }
 
 // jsonSafe replaces NaN and infinities, which JSON cannot carry, with zero-valued omissions;

@@ -66,7 +66,7 @@ func untestableNote(lines []analysis.VerdictLine) string {
 	for float64(family)*stats.MinAttainableP(need, need) >= stats.DefaultAlpha {
 		need++
 	}
-	return fmt.Sprintf("untestable: at these samples no data could reach p < %g; %d samples a side can (--repetitions %d, or a --precision target)",
+	return fmt.Sprintf("untestable: at these samples no data could reach p < %g; %d samples a side can (repetitions: %d, or a precision target)",
 		stats.DefaultAlpha, need, need)
 }
 

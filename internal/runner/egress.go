@@ -3,7 +3,6 @@ package runner
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"net"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -54,25 +54,25 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 		return nil
 	}
 	if ext == nil {
-		return fmt.Errorf("paths %s: the target has no external host: a local cluster created by an older cnibench has none (delete it), a remote one needs --external HOST:PORT or the target's external.address (a machine running `cnibench agent serve`)",
-			strings.Join(paths, ", "))
+		return fmt.Errorf("paths %s: %w", strings.Join(paths, ", "), &setting.Error{Name: "external",
+			Want: "the target has no external host: a local cluster created by an older cnibench has none (delete it), a remote one needs its HOST:PORT here or the target's external.address (a machine running `cnibench agent serve`)"})
 	}
 	token, err := external.ReadToken(ext.tokenFile)
 	if err != nil {
-		return fmt.Errorf("paths %s: the external host's agent: %w (a local cluster created by an older cnibench has none: delete it; a remote target needs --external-token-file or external.tokenFile)",
-			strings.Join(paths, ", "), err)
+		return fmt.Errorf("paths %s: the external host's agent: %w", strings.Join(paths, ", "), &setting.Error{Name: "externalTokenFile",
+			Err: fmt.Errorf("%w (a local cluster created by an older cnibench has none: delete it; a remote target needs the agent's token file here or in external.tokenFile)", err)})
 	}
 	ext.token = token
 	if ext.caFile != "" {
 		ca, err := os.ReadFile(ext.caFile)
 		if err != nil {
-			return fmt.Errorf("paths %s: the CA of the external host's agent (--external-ca-file or external.caFile): %w", strings.Join(paths, ", "), err)
+			return fmt.Errorf("paths %s: the CA of the external host's agent: %w", strings.Join(paths, ", "), &setting.Error{Name: "externalCAFile", Err: fmt.Errorf("%w (set here or in external.caFile)", err)})
 		}
 		ext.ca = string(ca)
 	}
 	if suite.PathsNeed(paths, suite.NeedsEgressGateway) {
 		if ext.viaGateway == "" {
-			return errors.New("path egress-gateway: the target has no gateway address: a local cluster needs at least 2 nodes, a remote one --external-gateway-address (external.gatewayAddress)")
+			return fmt.Errorf("path egress-gateway: %w", &setting.Error{Name: "externalGatewayAddress", Want: "the target has no gateway address: a local cluster needs at least 2 nodes, a remote one this address (or external.gatewayAddress)"})
 		}
 		node, src, err := gatewayOf(ctx, tg.client)
 		if err != nil {

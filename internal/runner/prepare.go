@@ -14,6 +14,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/record"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/tuning"
 )
@@ -190,14 +191,14 @@ func (r *run) newTarget(t suite.Target) (*target, tuning.Profile, error) {
 		return tg, profile, err
 	}
 	switch {
-	case tg.ownNamespace && variantSuffix(t.Runtime, profile.Name, t.Family) != "":
+	case tg.ownNamespace && variantSuffix(t) != "":
 		// A namespace name may not exceed 63 characters.
-		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + variantSuffix(t.Runtime, profile.Name, t.Family)
+		tg.namespace = "cnibench-" + strings.ToLower(r.id) + "-" + variantSuffix(t)
 		tg.namespace = strings.TrimRight(tg.namespace[:min(len(tg.namespace), 63)], "-")
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, profile, fmt.Errorf("target %s: --namespace: the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave --namespace out", t.Name, shared)
+		return tg, profile, fmt.Errorf("target %s: %w", t.Name, &setting.Error{Name: "namespace", Want: fmt.Sprintf("the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave it out", shared)})
 	}
 	return tg, profile, nil
 }

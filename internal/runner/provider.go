@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/tuning"
 	"golang.org/x/sync/errgroup"
@@ -176,7 +177,7 @@ func (p *remoteProvider) Ensure(context.Context) (Provided, error) {
 		return Provided{}, err
 	}
 	if p.image == "" {
-		return Provided{}, fmt.Errorf("target %s: --image (or the target's image) is required for a remote cluster (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)", p.target.Name)
+		return Provided{}, fmt.Errorf("target %s: %w", p.target.Name, &setting.Error{Name: "image", Want: "required for a remote cluster, or the target's image (`cnibench image push REF` builds the tools image and pushes it to a registry the nodes can pull from)"})
 	}
 	got := Provided{Client: client, Image: p.image, Facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.Gateway = GatewayOffer{Available: p.target.GatewayClassName != "", ClassName: p.target.GatewayClassName,

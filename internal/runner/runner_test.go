@@ -337,3 +337,21 @@ func TestPathPodsAreFixtureRoles(t *testing.T) {
 		}
 	}
 }
+
+// TestVariantNamespaceSuffix checks that a variant's namespace is named after its variant of
+// every dimension, in the dimensions' order, with what a namespace name may not hold replaced.
+func TestVariantNamespaceSuffix(t *testing.T) {
+	for _, c := range []struct {
+		target suite.Target
+		want   string
+	}{
+		{suite.Target{Name: "local"}, ""},
+		{suite.Target{Name: "local.runsc", Runtime: "runsc"}, "runsc"},
+		{suite.Target{Name: "local.kata.v2.ipv6", Runtime: "kata.v2", Family: "ipv6"}, "kata-v2-ipv6"},
+		{suite.Target{Name: "local.runc.default.ipv4", Runtime: "runc", Tuning: "default", Family: "ipv4"}, "runc-default-ipv4"},
+	} {
+		if got := variantSuffix(c.target); got != c.want {
+			t.Errorf("%s: %q, want %q", c.target.Name, got, c.want)
+		}
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/record"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
@@ -81,8 +82,8 @@ func checkEnginesCarry(s suite.Suite, family string) error {
 	for i, w := range s.Workloads {
 		ew := w.Engine(s.Duration.Duration)
 		if e, err := engine.For(ew); err == nil && !engine.CarriesIPv6(e) {
-			return fmt.Errorf("workloads[%d] (%s): the target's pods are IPv6 and %s takes IPv4 only: add families: [ipv6] to the suite (or --families ipv6), which measures it with the %s agent, or set its tool: %s",
-				i, ew.ID(), e.Name(), engine.NameCnibench, engine.NameCnibench)
+			return fmt.Errorf("workloads[%d] (%s): the target's pods are IPv6 and %s takes IPv4 only: %w", i, ew.ID(), e.Name(), &setting.Error{Name: "families",
+				Want: fmt.Sprintf("expected ipv6 among them (families: [ipv6] in the suite), which measures it with the %s agent, or set the workload's tool: %s", engine.NameCnibench, engine.NameCnibench)})
 		}
 	}
 	return nil

@@ -11,20 +11,10 @@ import (
 )
 
 // variantSuffix names what sets a target apart from the others on its cluster, for its
-// namespace: its runtime and its tuning profile ("runsc-throughput"); "" for neither.
-func variantSuffix(runtime, profile, family string) string {
-	var parts []string
-	if runtime != "" {
-		// A RuntimeClass name may hold dots, a namespace name may not.
-		parts = append(parts, strings.ReplaceAll(runtime, ".", "-"))
-	}
-	if profile != "" {
-		parts = append(parts, profile)
-	}
-	if family != "" {
-		parts = append(parts, family)
-	}
-	return strings.Join(parts, "-")
+// namespace: its variant of each dimension ("runsc-throughput-ipv6"); "" for none. A
+// RuntimeClass name may hold dots, a namespace name may not.
+func variantSuffix(t suite.Target) string {
+	return strings.ReplaceAll(strings.Join(t.VariantNames(), "-"), ".", "-")
 }
 
 // tuningProfile loads the target's tuning profile: the zero Profile without one.

@@ -1,7 +1,9 @@
 // Package setting reports a refused setting by the name the library knows it by (a suite's
 // field, an option), its value and what was expected. The command line, and only it, speaks
-// of the flag that set it (cmd/cnibench). It depends on nothing.
+// of the flag that set it (cmd/cnibench). It depends on nothing but the standard library.
 package setting
+
+import "strings"
 
 // Error is a setting refused.
 type Error struct {
@@ -29,6 +31,28 @@ func (e *Error) Named(name string) string {
 		return name + ": " + e.Reason()
 	}
 	return name + " " + e.Value + ": " + e.Reason()
+}
+
+// Field is the name without its list indices: targets.local.proxyMode for
+// targets[0].local.proxyMode, paths for paths[2]. It is what a table of the settings'
+// sources is keyed by, whichever entry of a list was refused.
+func (e *Error) Field() string {
+	var b strings.Builder
+	for rest := e.Name; rest != ""; {
+		open := strings.IndexByte(rest, '[')
+		if open < 0 {
+			b.WriteString(rest)
+			break
+		}
+		b.WriteString(rest[:open])
+		end := strings.IndexByte(rest[open:], ']')
+		if end < 0 {
+			b.WriteString(rest[open:])
+			break
+		}
+		rest = rest[open+end+1:]
+	}
+	return b.String()
 }
 
 // Reason is what was expected, or the cause.

@@ -18,3 +18,14 @@ func TestErrorReadsAsASuiteField(t *testing.T) {
 		t.Errorf("with a cause: %q", e.Error())
 	}
 }
+
+func TestFieldDropsListIndices(t *testing.T) {
+	for name, want := range map[string]string{
+		"targets[0].local.proxyMode": "targets.local.proxyMode", "paths[12]": "paths", "repetitions": "repetitions",
+		"targets[1].runtimes[0]": "targets.runtimes", "odd[": "odd[",
+	} {
+		if got := (&Error{Name: name}).Field(); got != want {
+			t.Errorf("%s: %q, want %q", name, got, want)
+		}
+	}
+}

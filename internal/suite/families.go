@@ -7,6 +7,7 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 // familiesOf is the IP families a target's traffic takes: its own, else the suite's.
@@ -69,14 +70,14 @@ func (s Suite) withFamilies() Suite {
 	return s
 }
 
-// validateFamilies checks the families lists: known families, each once; a local cluster
-// whose family carries them; no egress or gateway path over IPv6 (the local external host and
-// the split are IPv4), and no workload whose named tool cannot carry IPv6.
+// validateFamilies checks what the families lists need of the rest of the suite (their
+// entries are checkFamilies's): a local cluster whose family carries them; no egress or
+// gateway path over IPv6 (the local external host and the split are IPv4), and no workload
+// whose named tool cannot carry IPv6.
 func (s Suite) validateFamilies() []error {
-	errs := checkFamilies("families", s.Families)
+	var errs []error
 	for i, t := range s.Targets {
 		field := fmt.Sprintf("targets[%d].families", i)
-		errs = append(errs, checkFamilies(field, t.Families)...)
 		if len(t.Families) == 0 {
 			field = "families"
 		}
@@ -87,13 +88,13 @@ func (s Suite) validateFamilies() []error {
 		if t.Local.IPFamily == "" {
 			// The cluster the run would build for them.
 			if err := lab.CheckIPFamily(clusterFamily(fams, t.Local.Datapath), t.Local.Datapath); err != nil {
-				errs = append(errs, fmt.Errorf("%s: target %s's traffic in %s needs a cluster of that family: %w", field, t.Name, strings.Join(fams, " and "), err))
+				errs = append(errs, &setting.Error{Name: field, Err: fmt.Errorf("target %s's traffic in %s needs a cluster of that family: %w", t.Name, strings.Join(fams, " and "), err)})
 			}
 			continue
 		}
 		for _, f := range fams {
 			if !lab.HasFamily(t.Local.IPFamily, f) {
-				errs = append(errs, fmt.Errorf("%s: target %s's local cluster is %s (local.ipFamily): expected %s or dual there, or leave ipFamily out", field, t.Name, t.Local.IPFamily, f))
+				errs = append(errs, invalid(field, "target %s's local cluster is %s (local.ipFamily): expected %s or dual there, or leave ipFamily out", t.Name, t.Local.IPFamily, f))
 			}
 		}
 	}
@@ -103,9 +104,9 @@ func (s Suite) validateFamilies() []error {
 	for i, p := range s.Paths {
 		switch {
 		case IsEgress(p):
-			errs = append(errs, fmt.Errorf("paths[%d]: %s: the egress paths reach an external host over IPv4 only; expected no egress path in a suite that measures IPv6", i, p))
+			errs = append(errs, invalid(fmt.Sprintf("paths[%d]", i), "%s: the egress paths reach an external host over IPv4 only; expected no egress path in a suite that measures IPv6", p))
 		case p == Gateway:
-			errs = append(errs, fmt.Errorf("paths[%d]: %s: the Gateway API split is measured over IPv4 only; expected no gateway path in a suite that measures IPv6", i, p))
+			errs = append(errs, invalid(fmt.Sprintf("paths[%d]", i), "%s: the Gateway API split is measured over IPv4 only; expected no gateway path in a suite that measures IPv6", p))
 		}
 	}
 	for i, w := range s.Workloads {
@@ -113,7 +114,7 @@ func (s Suite) validateFamilies() []error {
 			continue
 		}
 		if e, err := engine.ByName(w.Tool); err == nil && !engine.CarriesIPv6(e) {
-			errs = append(errs, fmt.Errorf("workloads[%d].tool: %s cannot carry IPv6; expected tool: %s (or leave it out) in a suite that measures IPv6", i, w.Tool, engine.NameCnibench))
+			errs = append(errs, invalid(fmt.Sprintf("workloads[%d].tool", i), "%s cannot carry IPv6; expected tool: %s (or leave it out) in a suite that measures IPv6", w.Tool, engine.NameCnibench))
 		}
 	}
 	return errs
@@ -124,9 +125,9 @@ func checkFamilies(field string, list []string) []error {
 	var errs []error
 	for i, f := range list {
 		if !slices.Contains(lab.TrafficFamilies(), f) {
-			errs = append(errs, fmt.Errorf("%s[%d]: %q: expected %s", field, i, f, strings.Join(lab.TrafficFamilies(), " or ")))
+			errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, i), "%q: expected %s", f, strings.Join(lab.TrafficFamilies(), " or ")))
 		} else if slices.Index(list, f) != i {
-			errs = append(errs, fmt.Errorf("%s[%d]: %s is listed twice", field, i, f))
+			errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, i), "%s is listed twice", f))
 		}
 	}
 	return errs

@@ -48,53 +48,9 @@ func Resolve(file string, o Overrides) (Suite, error) {
 			return Suite{}, err
 		}
 	}
-	if o.Kubeconfig != "" || o.Context != "" {
-		name := o.Context
-		if name == "" {
-			name = "remote"
-		}
-		s.Targets = []Target{{Name: name, Kubeconfig: o.Kubeconfig, Context: o.Context}}
-	}
-	if o.External != "" {
-		for i := range s.Targets {
-			if s.Targets[i].Local == nil {
-				s.Targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile, CAFile: o.ExternalCAFile}
-			}
-		}
-	}
-	if len(o.Datapaths) > 0 {
-		s.Targets = nil
-		for _, dp := range o.Datapaths {
-			s.Targets = append(s.Targets, Target{Name: dp, Local: &Local{Name: ClusterNameFor(dp), Datapath: dp}})
-		}
-	}
-	for i := range s.Targets {
-		if l := s.Targets[i].Local; l != nil {
-			if o.Datapath != "" {
-				l.Datapath = o.Datapath
-			}
-			if o.ProxyMode != "" {
-				l.ProxyMode = o.ProxyMode
-			}
-			if o.Kubernetes != "" {
-				l.Kubernetes = o.Kubernetes
-			}
-			if o.LocalCluster != "" {
-				l.Name = o.LocalCluster
-			}
-		}
-	}
-	if len(o.CRIs) > 0 {
-		var err error
-		if s.Targets, err = withCRIVariants(s.Targets, o.CRIs); err != nil {
-			return Suite{}, err
-		}
-	}
-	if len(o.NetworkPolicies) > 0 {
-		var err error
-		if s.Targets, err = withPolicyVariants(s.Targets, o.NetworkPolicies); err != nil {
-			return Suite{}, err
-		}
+	var err error
+	if s.Targets, err = o.targets(s.Targets); err != nil {
+		return Suite{}, err
 	}
 	if len(o.Paths) > 0 {
 		s.Paths = o.Paths
@@ -102,15 +58,85 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if len(o.Pairs) > 0 {
 		s.Pairs = o.Pairs
 	}
-	if len(o.Runtimes) > 0 {
-		s.Runtimes = o.Runtimes
+	for _, d := range dimensions() {
+		if list := d.override(o); len(list) > 0 {
+			*d.suite(&s) = list
+		}
 	}
-	if len(o.Families) > 0 {
-		s.Families = o.Families
+	o.rounds(&s)
+	if o.Faithful {
+		if s, err = s.Faithful(); err != nil {
+			return Suite{}, err
+		}
 	}
-	if len(o.Tunings) > 0 {
-		s.Tunings = o.Tunings
+	// A study's figures follow what the flags kept of the suite: a figure of a target or path
+	// the flags replaced has nothing to stand beside.
+	if o.Kubeconfig != "" || o.Context != "" || len(o.Datapaths) > 0 || len(o.Paths) > 0 {
+		s.Reference = s.Reference.within(s)
 	}
+	s.fillDefaults()
+	if err := s.Validate(); err != nil {
+		return Suite{}, err
+	}
+	return s, nil
+}
+
+// targets applies the overrides of the targets: a remote cluster or one local cluster per
+// datapath replacing them, an external host, the local clusters' settings, and a target per
+// CRI and per policy variant.
+func (o Overrides) targets(targets []Target) ([]Target, error) {
+	if o.Kubeconfig != "" || o.Context != "" {
+		name := o.Context
+		if name == "" {
+			name = "remote"
+		}
+		targets = []Target{{Name: name, Kubeconfig: o.Kubeconfig, Context: o.Context}}
+	}
+	if o.External != "" {
+		for i := range targets {
+			if targets[i].Local == nil {
+				targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile, CAFile: o.ExternalCAFile}
+			}
+		}
+	}
+	if len(o.Datapaths) > 0 {
+		targets = nil
+		for _, dp := range o.Datapaths {
+			targets = append(targets, Target{Name: dp, Local: &Local{Name: ClusterNameFor(dp), Datapath: dp}})
+		}
+	}
+	for _, t := range targets {
+		if l := t.Local; l != nil {
+			l.Datapath = or(o.Datapath, l.Datapath)
+			l.ProxyMode = or(o.ProxyMode, l.ProxyMode)
+			l.Kubernetes = or(o.Kubernetes, l.Kubernetes)
+			l.Name = or(o.LocalCluster, l.Name)
+		}
+	}
+	var err error
+	if len(o.CRIs) > 0 {
+		if targets, err = withCRIVariants(targets, o.CRIs); err != nil {
+			return nil, err
+		}
+	}
+	if len(o.NetworkPolicies) > 0 {
+		if targets, err = withPolicyVariants(targets, o.NetworkPolicies); err != nil {
+			return nil, err
+		}
+	}
+	return targets, nil
+}
+
+// or is v, or else the value it overrides.
+func or(v, otherwise string) string {
+	if v != "" {
+		return v
+	}
+	return otherwise
+}
+
+// rounds applies the overrides of the rounds and their samples.
+func (o Overrides) rounds(s *Suite) {
 	if o.Repetitions != 0 {
 		s.Repetitions = o.Repetitions
 	}
@@ -144,22 +170,6 @@ func Resolve(file string, o Overrides) (Suite, error) {
 	if o.Profile {
 		s.Profile = true
 	}
-	if o.Faithful {
-		var err error
-		if s, err = s.Faithful(); err != nil {
-			return Suite{}, err
-		}
-	}
-	// A study's figures follow what the flags kept of the suite: a figure of a target or path
-	// the flags replaced has nothing to stand beside.
-	if o.Kubeconfig != "" || o.Context != "" || len(o.Datapaths) > 0 || len(o.Paths) > 0 {
-		s.Reference = s.Reference.within(s)
-	}
-	s.fillDefaults()
-	if err := s.Validate(); err != nil {
-		return Suite{}, err
-	}
-	return s, nil
 }
 
 // InvalidError is a suite refused by its validation (Validate): its fields may have been set

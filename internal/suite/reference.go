@@ -62,12 +62,12 @@ func (s Suite) validateReference() []error {
 		return nil
 	}
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	add := collect(&errs)
 	if r.Study == "" {
-		add("reference.study: expected the study and its setup in a line")
+		add("reference.study", "expected the study and its setup in a line")
 	}
 	if len(r.Figures) == 0 {
-		add("reference.figures: expected at least one figure")
+		add("reference.figures", "expected at least one figure")
 	}
 	targets := s.variantNames()
 	var workloads, kinds []string
@@ -77,10 +77,10 @@ func (s Suite) validateReference() []error {
 	for _, kind := range slices.Sorted(maps.Keys(r.Durations)) {
 		d := r.Durations[kind].Duration
 		if !slices.Contains(kinds, kind) {
-			add("reference.durations.%s: expected a workload kind of the suite %v", kind, kinds)
+			add(fmt.Sprintf("reference.durations.%s", kind), "expected a workload kind of the suite %v", kinds)
 		}
 		if d < time.Second || d%time.Second != 0 {
-			add("reference.durations.%s: expected whole seconds, at least 1s, got %s", kind, r.Durations[kind])
+			add(fmt.Sprintf("reference.durations.%s", kind), "expected whole seconds, at least 1s, got %s", r.Durations[kind])
 		}
 	}
 	for _, w := range s.Workloads {
@@ -90,31 +90,31 @@ func (s Suite) validateReference() []error {
 	for i, f := range r.Figures {
 		at := fmt.Sprintf("reference.figures[%d]", i)
 		if !slices.Contains(targets, f.Target) {
-			add("%s.target: %q: expected one of the suite's targets %v", at, f.Target, targets)
+			add(fmt.Sprintf("%s.target", at), "%q: expected one of the suite's targets %v", f.Target, targets)
 		}
 		if f.Against != "" && (!slices.Contains(targets, f.Against) || f.Against == f.Target) {
-			add("%s.against: %q: expected another of the suite's targets %v", at, f.Against, targets)
+			add(fmt.Sprintf("%s.against", at), "%q: expected another of the suite's targets %v", f.Against, targets)
 		}
 		switch {
 		case !slices.Contains(paths, f.Path):
-			add("%s.path: %q: expected one of the suite's paths %v", at, f.Path, paths)
+			add(fmt.Sprintf("%s.path", at), "%q: expected one of the suite's paths %v", f.Path, paths)
 		case !slices.Contains(workloads, f.Workload):
-			add("%s.workload: %q: expected the ID of one of the suite's workloads %v", at, f.Workload, workloads)
+			add(fmt.Sprintf("%s.workload", at), "%q: expected the ID of one of the suite's workloads %v", f.Workload, workloads)
 		case !slices.Contains(cells[f.Workload], f.Path):
-			add("%s.path: %s runs on %v, not on %s", at, f.Workload, cells[f.Workload], f.Path)
+			add(fmt.Sprintf("%s.path", at), "%s runs on %v, not on %s", f.Workload, cells[f.Workload], f.Path)
 		}
 		if f.Pairs != 0 && !slices.Contains(s.Pairs, f.Pairs) {
-			add("%s.pairs: %d: expected one of the suite's pairs levels %v", at, f.Pairs, s.Pairs)
+			add(fmt.Sprintf("%s.pairs", at), "%d: expected one of the suite's pairs levels %v", f.Pairs, s.Pairs)
 		}
 		spec, ok := catalog.Lookup(f.Metric)
 		if !ok {
-			add("%s.metric: %q: expected a metric name such as %s", at, f.Metric, catalog.Throughput)
+			add(fmt.Sprintf("%s.metric", at), "%q: expected a metric name such as %s", f.Metric, catalog.Throughput)
 		}
 		if ok && f.PerPair && spec.Pairs != catalog.Sum {
-			add("%s.perPair: %s is not summed over pairs; expected perPair only with a summed metric such as %s", at, f.Metric, catalog.Throughput)
+			add(fmt.Sprintf("%s.perPair", at), "%s is not summed over pairs; expected perPair only with a summed metric such as %s", f.Metric, catalog.Throughput)
 		}
 		if f.Value < 0 || (f.Against != "" && f.Value == 0) {
-			add("%s.value: expected a figure >= 0 (a ratio > 0 with against), got %g", at, f.Value)
+			add(fmt.Sprintf("%s.value", at), "expected a figure >= 0 (a ratio > 0 with against), got %g", f.Value)
 		}
 	}
 	return errs

@@ -17,15 +17,15 @@ func (s Suite) runtimesOf(t Target) []string {
 	return ownOrSuite(t.Runtimes, s.Runtimes)
 }
 
-// validateRuntimes checks the runtimes lists: RuntimeClass names, each once, and on a local
-// target only the handlers its CRI offers (a remote cluster's are checked when the run
-// connects, against its RuntimeClasses).
+// validateRuntimes checks what the runtimes lists need of the rest of the suite (their names
+// are checkRuntimeNames's): on a local target only the handlers its CRI offers (a remote
+// cluster's are checked when the run connects, against its RuntimeClasses), and no tool that
+// fails under gVisor.
 func (s Suite) validateRuntimes() []error {
-	errs := checkRuntimeNames("runtimes", s.Runtimes)
+	var errs []error
 	gvisor := slices.ContainsFunc(s.Runtimes, isGVisor)
 	for i, t := range s.Targets {
 		field := fmt.Sprintf("targets[%d].runtimes", i)
-		errs = append(errs, checkRuntimeNames(field, t.Runtimes)...)
 		if len(t.Runtimes) == 0 {
 			field = "runtimes"
 		}
@@ -37,14 +37,14 @@ func (s Suite) validateRuntimes() []error {
 		offered := lab.HandlersFor(t.Local.CRI)
 		for j, rt := range rts {
 			if !slices.Contains(offered, rt) {
-				errs = append(errs, fmt.Errorf("%s[%d]: %q: a local cluster with CRI %s offers %s", field, j, rt, t.Local.CRI, strings.Join(offered, ", ")))
+				errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, j), "%q: a local cluster with CRI %s offers %s", rt, t.Local.CRI, strings.Join(offered, ", ")))
 			}
 		}
 	}
 	if gvisor {
 		for i, w := range s.Workloads {
 			if e, err := engine.For(w.Engine(time.Second)); err == nil && e.Name() == engine.NameSockperf {
-				errs = append(errs, fmt.Errorf("workloads[%d].tool: sockperf's server fails under gVisor (it passes an address to sendto on a connected TCP socket, which gVisor refuses); expected tool: %s for a suite with runtime runsc", i, engine.NameCnibench))
+				errs = append(errs, invalid(fmt.Sprintf("workloads[%d].tool", i), "sockperf's server fails under gVisor (it passes an address to sendto on a connected TCP socket, which gVisor refuses); expected tool: %s for a suite with runtime runsc", engine.NameCnibench))
 			}
 		}
 	}
@@ -58,9 +58,9 @@ func checkRuntimeNames(field string, list []string) []error {
 	for i, rt := range list {
 		switch {
 		case !lab.IsObjectName(rt):
-			errs = append(errs, fmt.Errorf("%s[%d]: %q: expected a RuntimeClass name (lower-case letters, digits, '-', '.')", field, i, rt))
+			errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, i), "%q: expected a RuntimeClass name (lower-case letters, digits, '-', '.')", rt))
 		case seen[rt]:
-			errs = append(errs, fmt.Errorf("%s[%d]: %s is listed twice", field, i, rt))
+			errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, i), "%s is listed twice", rt))
 		}
 		seen[rt] = true
 	}

@@ -1,25 +1,36 @@
 // Package suite defines what a run measures: targets x paths x workloads x repetitions, read
 // from YAML or built from flags, with defaults, validation that names the offending field,
-// and expansion into the matrix the runner interleaves.
+// and expansion into the matrix the runner interleaves. A suite file's schema is versioned
+// (apiVersion: cnibench/v1; a file without one is read as cnibench/v1).
 package suite
 
 import (
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 	"sigs.k8s.io/yaml"
 )
 
 // Suite is the whole study of one run.
+//
+// A suite file may say which version of this schema it is written in, at its top:
+// "apiVersion: cnibench/v1", the only one so far (APIVersions). A file without it is read as
+// cnibench/v1. A version this build does not know is refused, naming the versions it accepts,
+// so that a file written for another schema is never read with a changed meaning.
 type Suite struct {
-	Targets   []Target   `json:"targets,omitempty"`
-	Paths     []string   `json:"paths"`
-	Workloads []Workload `json:"workloads"`
+	// APIVersion is the schema's version; a suite once read always carries it (absent is
+	// APIVersion), so the suite a run stores says which schema it was written in.
+	APIVersion string     `json:"apiVersion,omitempty"`
+	Targets    []Target   `json:"targets,omitempty"`
+	Paths      []string   `json:"paths"`
+	Workloads  []Workload `json:"workloads"`
 	// Pairs lists the concurrency levels: how many client/server pairs run each workload at
 	// the same time. Default [1].
 	Pairs []int `json:"pairs,omitempty"`
@@ -69,6 +80,22 @@ type Suite struct {
 	// cluster (perf, all CPUs, kernel and user stacks), stored with the sample; a remote
 	// cluster's samples say it is not available there.
 	Profile bool `json:"profile,omitempty"`
+}
+
+// APIVersion is the version of the suite schema this build writes, and reads where a file
+// names none.
+const APIVersion = "cnibench/v1"
+
+// APIVersions lists the versions of the suite schema this build reads.
+func APIVersions() []string { return []string{APIVersion} }
+
+// checkAPIVersion refuses a version of the suite schema this build does not read.
+func checkAPIVersion(v string) error {
+	if v == "" || slices.Contains(APIVersions(), v) {
+		return nil
+	}
+	return &setting.Error{Name: "apiVersion", Value: strconv.Quote(v),
+		Want: "expected " + strings.Join(APIVersions(), " or ") + " (or none, which means " + APIVersion + "): this build reads no other version of the suite schema"}
 }
 
 // How long the run's pods live (Suite.Pods).
@@ -311,8 +338,18 @@ func Load(path string) (Suite, error) {
 	return Parse(data)
 }
 
-// Parse reads a suite from YAML.
+// Parse reads a suite from YAML, of a version of the schema this build reads (absent:
+// cnibench/v1).
 func Parse(data []byte) (Suite, error) {
+	// The version first: another version's fields are not this one's to report as unknown.
+	var head struct {
+		APIVersion string `json:"apiVersion"`
+	}
+	if err := yaml.Unmarshal(data, &head); err == nil {
+		if err := checkAPIVersion(head.APIVersion); err != nil {
+			return Suite{}, &InvalidError{Err: err}
+		}
+	}
 	var s Suite
 	if err := checkFields(data); err != nil {
 		return Suite{}, fmt.Errorf("suite: %w", err)
@@ -327,6 +364,9 @@ func Parse(data []byte) (Suite, error) {
 // fillDefaults completes a partial suite from Default.
 func (s *Suite) fillDefaults() {
 	d := Default()
+	if s.APIVersion == "" {
+		s.APIVersion = APIVersion
+	}
 	if len(s.Targets) == 0 {
 		s.Targets = d.Targets
 	}
@@ -411,53 +451,23 @@ func (s Suite) Matrix() []Combo {
 	return out
 }
 
-// Expand returns the suite with one target per target, runtime and tuning profile: "local"
-// measured under runc and runsc becomes "local.runc" and "local.runsc", which share local's
-// cluster, and under the tunings default and throughput "local.runc.default",
-// "local.runc.throughput" and so on; the families ipv4 and ipv6 add ".ipv4" and ".ipv6". A target's own lists replace the suite's. The runner
-// measures the expanded suite; the run stores the suite as written.
+// Expand returns the suite with one target per target and variant of each dimension, in
+// their order (dimensions): "local" measured under runc and runsc becomes "local.runc" and
+// "local.runsc", which share local's cluster, and under the tunings default and throughput
+// "local.runc.default", "local.runc.throughput" and so on; the families ipv4 and ipv6 add
+// ".ipv4" and ".ipv6". A target's own lists replace the suite's. The runner measures the
+// expanded suite; the run stores the suite as written.
 func (s Suite) Expand() Suite {
 	s = s.withFamilies()
-	var targets []Target
-	for _, t := range s.Targets {
-		for _, rt := range orNone(s.runtimesOf(t)) {
-			for _, tu := range orNone(s.tuningsOf(t)) {
-				for _, fam := range orNone(s.familiesOf(t)) {
-					v := t
-					v.Runtimes, v.Tunings, v.Families = nil, nil, nil
-					if rt != "" {
-						v.Name, v.Runtime = v.Name+"."+rt, rt
-					}
-					if tu != "" {
-						v.Name, v.Tuning = v.Name+"."+tuningName(tu), tu
-					}
-					if fam != "" {
-						v.Name, v.Family = v.Name+"."+fam, fam
-					}
-					targets = append(targets, v)
-				}
-			}
-		}
+	targets := s.Targets
+	for _, d := range dimensions() {
+		targets = d.expand(s, targets)
 	}
-	s.Targets, s.Runtimes, s.Tunings, s.Families = targets, nil, nil, nil
+	s.Targets = targets
+	for _, d := range dimensions() {
+		*d.suite(&s) = nil
+	}
 	return s
-}
-
-// ownOrSuite is a target's own list of a dimension, else the suite's: a target's list
-// replaces the suite's.
-func ownOrSuite(own, suite []string) []string {
-	if len(own) > 0 {
-		return own
-	}
-	return suite
-}
-
-// orNone is list, or one empty entry for an empty list: one variant without the dimension.
-func orNone(list []string) []string {
-	if len(list) == 0 {
-		return []string{""}
-	}
-	return list
 }
 
 // MaxPairs is the largest concurrency a suite may ask for; the local cluster's kubelets

@@ -9,6 +9,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
 func TestParseFillsDefaultsAndRoundTrips(t *testing.T) {
@@ -301,7 +303,7 @@ func TestParseExplainsUnknownFields(t *testing.T) {
 		"paths: [cross-node]\nworkloads:\n  - {kind: tcp-rr}\n  - {kind: tcp-rr, szie: 64}\n": {"line 4", "workloads[1].szie", "did you mean size?"},
 		"repetitons: 3\n": {"line 1", "repetitons", "did you mean repetitions?"},
 		"targets:\n  - name: a\n    networkPolicy: {allwo: true}\n": {"line 3", "targets[0].networkPolicy.allwo", "did you mean allow?"},
-		"zzzzzzzz: 1\n": {"line 1", `unknown field "zzzzzzzz"`, "known here: budget"},
+		"zzzzzzzz: 1\n": {"line 1", `unknown field "zzzzzzzz"`, "known here: apiVersion, budget"},
 	}
 	for in, wants := range cases {
 		_, err := Parse([]byte(in))
@@ -510,6 +512,60 @@ duration: 2s
 	} {
 		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s\n: %v, want %q", bad, err, want)
+		}
+	}
+}
+
+// A suite file may name its schema's version: absent and cnibench/v1 read alike and the suite
+// carries v1, stored with the run; another version is refused by its field, naming the ones
+// this build reads.
+func TestAPIVersion(t *testing.T) {
+	for _, in := range []string{"repetitions: 3\n", "apiVersion: cnibench/v1\nrepetitions: 3\n"} {
+		s, err := Parse([]byte(in))
+		if err != nil || s.APIVersion != APIVersion || !strings.HasPrefix(s.YAML(), "apiVersion: cnibench/v1\n") {
+			t.Errorf("%q: %v, version %q, stored as:\n%s", in, err, s.APIVersion, s.YAML())
+		}
+	}
+	if s, err := Resolve("", Overrides{}); err != nil || !strings.Contains(s.YAML(), "apiVersion: cnibench/v1") {
+		t.Errorf("the default suite: %v\n%s", err, s.YAML())
+	}
+	// Another version is refused before its fields, which may be other than this schema's.
+	_, err := Parse([]byte("apiVersion: cnibench/v2\nnewField: 1\n"))
+	var invalid *InvalidError
+	var se *setting.Error
+	if !errors.As(err, &invalid) || !errors.As(err, &se) || se.Name != "apiVersion" ||
+		err.Error() != `apiVersion: "cnibench/v2": expected cnibench/v1 (or none, which means cnibench/v1): this build reads no other version of the suite schema` {
+		t.Errorf("an unknown version: %v", err)
+	}
+	s := Default()
+	s.APIVersion = "v1"
+	if err := s.Validate(); err == nil || !strings.Contains(err.Error(), `apiVersion: "v1": expected cnibench/v1`) {
+		t.Errorf("a suite built with an unknown version: %v", err)
+	}
+}
+
+// Every refused field is a setting error named by its path in the suite, a local block's
+// settings placed under their target.
+func TestValidateNamesFieldsBySettingErrors(t *testing.T) {
+	s := Default()
+	s.Repetitions, s.Paths = 1, []string{"nowhere"}
+	s.Targets[0].Local.Nodes = 60
+	var invalid *InvalidError
+	if err := s.Validate(); !errors.As(err, &invalid) {
+		t.Fatalf("got %v", err)
+	}
+	var names []string
+	for _, e := range unjoin(invalid.Err) {
+		var se *setting.Error
+		if !errors.As(e, &se) {
+			t.Errorf("not a setting error: %v", e)
+			continue
+		}
+		names = append(names, se.Name)
+	}
+	for _, want := range []string{"targets[0].local.nodes", "paths[0]", "repetitions"} {
+		if !slices.Contains(names, want) {
+			t.Errorf("no error named %s in %v", want, names)
 		}
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/tuning"
 )
 
@@ -22,15 +23,15 @@ func tuningName(ref string) string {
 	return strings.TrimSuffix(filepath.Base(ref), filepath.Ext(ref))
 }
 
-// validateTunings checks the tunings lists: profiles that load, each once, on local targets
-// only (a remote cluster's settings are recorded, never changed), and no host-network path
-// (those pods share their node's namespace, which a profile leaves as it is).
+// validateTunings checks what the tunings lists need of the rest of the suite (their profiles
+// are checkTunings's): local targets only (a remote cluster's settings are recorded, never
+// changed), and no host-network path (those pods share their node's namespace, which a
+// profile leaves as it is).
 func (s Suite) validateTunings() []error {
-	errs := checkTunings("tunings", s.Tunings)
+	var errs []error
 	tuned := len(s.Tunings) > 0
 	for i, t := range s.Targets {
 		field := fmt.Sprintf("targets[%d].tunings", i)
-		errs = append(errs, checkTunings(field, t.Tunings)...)
 		if len(s.tuningsOf(t)) == 0 {
 			continue
 		}
@@ -39,16 +40,16 @@ func (s Suite) validateTunings() []error {
 			if len(t.Tunings) == 0 {
 				field = "tunings"
 			}
-			errs = append(errs, fmt.Errorf("%s: target %s is a remote cluster: tuning profiles apply to local clusters (a remote cluster's settings are recorded, never changed)", field, t.Name))
+			errs = append(errs, invalid(field, "target %s is a remote cluster: tuning profiles apply to local clusters (a remote cluster's settings are recorded, never changed)", t.Name))
 		}
 	}
 	if s.PerRound() && s.setsOffloads() {
-		errs = append(errs, fmt.Errorf("pods: round: a tuning's offloads are set on pods deployed once; expected pods: run with offloads"))
+		errs = append(errs, invalid("pods", "round: a tuning's offloads are set on pods deployed once; expected pods: run with offloads"))
 	}
 	if tuned {
 		for i, p := range s.Paths {
 			if p == HostNetwork {
-				errs = append(errs, fmt.Errorf("paths[%d]: %s: its pods share their node's network namespace, which a tuning profile leaves as it is; expected no host-network path in a suite with tunings", i, p))
+				errs = append(errs, invalid(fmt.Sprintf("paths[%d]", i), "%s: its pods share their node's network namespace, which a tuning profile leaves as it is; expected no host-network path in a suite with tunings", p))
 			}
 		}
 	}
@@ -62,11 +63,11 @@ func checkTunings(field string, list []string) []error {
 	for i, ref := range list {
 		p, err := tuning.Load(ref)
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%s[%d]: %w", field, i, err))
+			errs = append(errs, &setting.Error{Name: fmt.Sprintf("%s[%d]", field, i), Err: err})
 			continue
 		}
 		if seen[p.Name] {
-			errs = append(errs, fmt.Errorf("%s[%d]: profile %s is listed twice", field, i, p.Name))
+			errs = append(errs, invalid(fmt.Sprintf("%s[%d]", field, i), "profile %s is listed twice", p.Name))
 		}
 		seen[p.Name] = true
 	}

@@ -10,38 +10,76 @@ import (
 
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 )
 
-// Validate checks the whole suite; every error names its field and the expected value. A
-// refused suite is an *InvalidError.
+// Validate checks the whole suite; every error is a *setting.Error named by its field's path
+// (targets[0].local.nodes) that says what was expected. A refused suite is an *InvalidError.
 func (s Suite) Validate() error {
 	var errs []error
-	add := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	if err := checkAPIVersion(s.APIVersion); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.validateTargets()...)
+	errs = append(errs, s.validatePaths()...)
+	errs = append(errs, s.validateWorkloads()...)
+	errs = append(errs, s.validateGateway()...)
+	errs = append(errs, s.validatePairs()...)
+	for _, d := range dimensions() {
+		errs = append(errs, d.validate(s)...)
+	}
+	errs = append(errs, s.validateReference()...)
+	if err := s.checkDensity(); err != nil {
+		errs = append(errs, err)
+	}
+	errs = append(errs, s.validateRounds()...)
+	if len(errs) == 0 {
+		return nil
+	}
+	return &InvalidError{Err: errors.Join(errs...)}
+}
+
+// invalid is a refused field of the suite, at its path (targets[0].local.nodes): the message
+// says what was expected.
+func invalid(field, format string, args ...any) error {
+	return &setting.Error{Name: field, Want: fmt.Sprintf(format, args...)}
+}
+
+// collect returns errs and a function adding a refused field to them.
+func collect(errs *[]error) func(field, format string, args ...any) {
+	return func(field, format string, args ...any) { *errs = append(*errs, invalid(field, format, args...)) }
+}
+
+// validateTargets checks each target: a unique name, one kind of cluster, a local block that
+// validates and a cluster of its own, its policy variant, image and external host.
+func (s Suite) validateTargets() []error {
+	var errs []error
+	add := collect(&errs)
 	if len(s.Targets) == 0 {
-		add("targets: expected at least one target")
+		add("targets", "expected at least one target")
 	}
 	names, clusters := map[string]bool{}, map[string]bool{}
 	for i, t := range s.Targets {
 		switch {
 		case t.Name == "":
-			add("targets[%d].name: expected a name", i)
+			add(fmt.Sprintf("targets[%d].name", i), "expected a name")
 		case names[t.Name]:
-			add("targets[%d].name: %q is used twice", i, t.Name)
+			add(fmt.Sprintf("targets[%d].name", i), "%q is used twice", t.Name)
 		}
 		names[t.Name] = true
 		if t.Local != nil && (t.Kubeconfig != "" || t.Context != "") {
-			add("targets[%d]: expected either local or kubeconfig/context, not both", i)
+			add(fmt.Sprintf("targets[%d]", i), "expected either local or kubeconfig/context, not both")
 		}
 		if t.Local != nil && t.Local.Nodes == 1 {
 			if two := s.TwoNodePaths(); len(two) > 0 {
-				add("targets[%d].local.nodes: 1 node cannot carry paths %s (they need two nodes): expected at least 2, or paths among %s",
-					i, strings.Join(two, ", "), strings.Join(OneNodePaths(), ", "))
+				add(fmt.Sprintf("targets[%d].local.nodes", i), "1 node cannot carry paths %s (they need two nodes): expected at least 2, or paths among %s",
+					strings.Join(two, ", "), strings.Join(OneNodePaths(), ", "))
 			}
 		}
 		if t.Local != nil {
 			errs = append(errs, localErrors(i, t.Local.Validate())...)
 			if clusters[t.Local.Name] {
-				add("targets[%d].local.cluster: %q is used by two targets; each target needs a cluster of its own", i, t.Local.Name)
+				add(fmt.Sprintf("targets[%d].local.cluster", i), "%q is used by two targets; each target needs a cluster of its own", t.Local.Name)
 			}
 			clusters[t.Local.Name] = true
 		}
@@ -49,27 +87,37 @@ func (s Suite) Validate() error {
 			errs = append(errs, validatePolicy(i, t)...)
 		}
 		if t.Local != nil && t.Image != "" {
-			add("targets[%d].image: a local cluster runs the tools image it built; expected none (--image replaces it for every target)", i)
+			add(fmt.Sprintf("targets[%d].image", i), "a local cluster runs the tools image it built; expected none (the run's tools image replaces it for every target)")
 		}
 		errs = append(errs, validateExternal(i, t)...)
 	}
-	known := map[string]bool{}
-	for _, p := range AllPaths() {
-		known[p] = true
-	}
+	return errs
+}
+
+// validatePaths checks the paths and how long the pods live.
+func (s Suite) validatePaths() []error {
+	var errs []error
+	add := collect(&errs)
 	if len(s.Paths) == 0 {
-		add("paths: expected at least one of %s", strings.Join(AllPaths(), ", "))
+		add("paths", "expected at least one of %s", strings.Join(AllPaths(), ", "))
 	}
 	for i, p := range s.Paths {
-		if !known[p] {
-			add("paths[%d]: %q is not a path; expected one of %s", i, p, strings.Join(AllPaths(), ", "))
+		if !slices.Contains(AllPaths(), p) {
+			add(fmt.Sprintf("paths[%d]", i), "%q is not a path; expected one of %s", p, strings.Join(AllPaths(), ", "))
 		}
 	}
 	if s.Pods != "" && s.Pods != PodsRun && s.Pods != PodsRound {
-		add("pods: %q: expected %s (deployed once for the run) or %s (a pairs level's pods per round)", s.Pods, PodsRun, PodsRound)
+		add("pods", "%q: expected %s (deployed once for the run) or %s (a pairs level's pods per round)", s.Pods, PodsRun, PodsRound)
 	}
+	return errs
+}
+
+// validateWorkloads checks each workload as its engine does, each once, and its own duration.
+func (s Suite) validateWorkloads() []error {
+	var errs []error
+	add := collect(&errs)
 	if len(s.Workloads) == 0 {
-		add("workloads: expected at least one workload")
+		add("workloads", "expected at least one workload")
 	}
 	ids := map[string]bool{}
 	for i, w := range s.Workloads {
@@ -77,57 +125,61 @@ func (s Suite) Validate() error {
 		// checks that its samples give it enough trials.
 		ew := w.Engine(min(max(w.SampleDuration(s).Truncate(time.Second), time.Second), engine.MaxDuration))
 		if err := ew.Validate(); err != nil {
-			add("workloads[%d]: %v", i, err)
+			errs = append(errs, &setting.Error{Name: fmt.Sprintf("workloads[%d]", i), Err: err})
 			continue
 		}
 		if ids[ew.ID()] {
-			add("workloads[%d]: %s is listed twice", i, ew.ID())
+			add(fmt.Sprintf("workloads[%d]", i), "%s is listed twice", ew.ID())
 		}
 		ids[ew.ID()] = true
 		if d := w.Duration.Duration; d != 0 && (d < time.Second || d%time.Second != 0) {
-			add("workloads[%d].duration: expected whole seconds, at least 1s, got %s", i, w.Duration)
+			add(fmt.Sprintf("workloads[%d].duration", i), "expected whole seconds, at least 1s, got %s", w.Duration)
 		}
 	}
-	errs = append(errs, s.validateGateway()...)
+	return errs
+}
+
+// validatePairs checks the concurrency levels: each in range, each once.
+func (s Suite) validatePairs() []error {
+	var errs []error
+	add := collect(&errs)
 	seen := map[int]bool{}
 	for i, n := range s.Pairs {
 		if n < 1 || n > MaxPairs {
-			add("pairs[%d]: expected 1-%d client/server pairs, got %d", i, MaxPairs, n)
+			add(fmt.Sprintf("pairs[%d]", i), "expected 1-%d client/server pairs, got %d", MaxPairs, n)
 		}
 		if seen[n] {
-			add("pairs[%d]: %d is listed twice", i, n)
+			add(fmt.Sprintf("pairs[%d]", i), "%d is listed twice", n)
 		}
 		seen[n] = true
 	}
-	errs = append(errs, s.validateRuntimes()...)
-	errs = append(errs, s.validateTunings()...)
-	errs = append(errs, s.validateFamilies()...)
-	errs = append(errs, s.validateReference()...)
-	if err := s.checkDensity(); err != nil {
-		errs = append(errs, err)
-	}
+	return errs
+}
+
+// validateRounds checks the rounds and their samples: repetitions, durations and the
+// precision target's margin and budget.
+func (s Suite) validateRounds() []error {
+	var errs []error
+	add := collect(&errs)
 	if s.Repetitions < 2 || s.Repetitions > 1000 {
-		add("repetitions: expected 2-1000 (a confidence interval needs at least 2), got %d", s.Repetitions)
+		add("repetitions", "expected 2-1000 (a confidence interval needs at least 2), got %d", s.Repetitions)
 	}
 	if s.Duration.Duration < time.Second || s.Duration.Duration%time.Second != 0 {
-		add("duration: expected whole seconds, at least 1s, got %s", s.Duration)
+		add("duration", "expected whole seconds, at least 1s, got %s", s.Duration)
 	}
 	if w := s.Warmup; !w.Off && (w.Duration < time.Second || w.Duration%time.Second != 0) {
-		add("warmup: expected whole seconds, at least 1s, or off, got %s", w.Duration)
+		add("warmup", "expected whole seconds, at least 1s, or off, got %s", w.Duration)
 	}
 	if s.Precision < 0 || s.Precision >= 1 {
-		add("precision: expected a percentage above 0%% and below 100%% (e.g. 5%%), got %g%%", float64(s.Precision)*100)
+		add("precision", "expected a percentage above 0%% and below 100%% (e.g. 5%%), got %g%%", float64(s.Precision)*100)
 	}
 	if s.Margin < 0 || s.Margin >= 0.5 || (s.Margin > 0 && s.Precision == 0) {
-		add("margin: expected a percentage above 0%% and below 50%% (e.g. 2%%), and only with precision (it says when a comparison needs no more rounds), got %g%%", float64(s.Margin)*100)
+		add("margin", "expected a percentage above 0%% and below 50%% (e.g. 2%%), and only with precision (it says when a comparison needs no more rounds), got %g%%", float64(s.Margin)*100)
 	}
 	if s.Budget.Duration < 0 || (s.Budget.Duration > 0 && s.Precision == 0) {
-		add("budget: expected a positive duration, and only with precision (it bounds the rounds precision adds), got %s", s.Budget)
+		add("budget", "expected a positive duration, and only with precision (it bounds the rounds precision adds), got %s", s.Budget)
 	}
-	if len(errs) == 0 {
-		return nil
-	}
-	return &InvalidError{Err: errors.Join(errs...)}
+	return errs
 }
 
 // Engine converts a suite workload to the engine's form for a sample of duration d.
@@ -152,7 +204,7 @@ func validatePolicy(i int, t Target) []error {
 	var errs []error
 	p := *t.NetworkPolicy
 	if p.Extra < 0 || p.Extra > MaxExtraPolicies {
-		errs = append(errs, fmt.Errorf("targets[%d].networkPolicy.extra: expected 0-%d, got %d", i, MaxExtraPolicies, p.Extra))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].networkPolicy.extra", i), "expected 0-%d, got %d", MaxExtraPolicies, p.Extra))
 	}
 	if !p.Any() || t.Local == nil {
 		return errs
@@ -163,8 +215,8 @@ func validatePolicy(i int, t Target) []error {
 	}
 	if !dp.EnforcesNetworkPolicy {
 		enforcing := lab.DatapathsWhere(func(d lab.Datapath) bool { return d.EnforcesNetworkPolicy })
-		errs = append(errs, fmt.Errorf("targets[%d].networkPolicy: datapath %s does not enforce NetworkPolicy, so %s would measure nothing; expected a datapath that does (%s)",
-			i, t.Local.Datapath, p, strings.Join(enforcing, ", ")))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].networkPolicy", i), "datapath %s does not enforce NetworkPolicy, so %s would measure nothing; expected a datapath that does (%s)",
+			t.Local.Datapath, p, strings.Join(enforcing, ", ")))
 	}
 	return errs
 }
@@ -200,11 +252,11 @@ func (s Suite) checkDensity() error {
 	}
 	variants := 1
 	for _, t := range s.Targets {
-		variants = max(variants, len(orNone(s.runtimesOf(t)))*len(orNone(s.tuningsOf(t)))*len(orNone(s.familiesOf(t))))
+		variants = max(variants, s.variants(t))
 	}
 	if pods := len(perPair) * s.MostPairs() * variants; pods > LocalPodsPerNode {
-		return fmt.Errorf("pairs: %d pairs over paths %s and %d runtime, tuning and family variants put %d pods on a local node, which admits %d: expected fewer pairs, paths, runtimes, tunings or families",
-			s.MostPairs(), strings.Join(s.Paths, ", "), variants, pods, LocalPodsPerNode)
+		return invalid("pairs", "%d pairs over paths %s and %d %s variants put %d pods on a local node, which admits %d: expected fewer pairs, paths, %s",
+			s.MostPairs(), strings.Join(s.Paths, ", "), variants, dimensionWords(false, "and"), pods, LocalPodsPerNode, dimensionWords(true, "or"))
 	}
 	return nil
 }
@@ -217,16 +269,16 @@ func validateExternal(i int, t Target) []error {
 	}
 	var errs []error
 	if t.Local != nil {
-		errs = append(errs, fmt.Errorf("targets[%d].external: a local cluster has its own external host; expected none", i))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].external", i), "a local cluster has its own external host; expected none"))
 	}
 	if host, port, err := net.SplitHostPort(e.Address); err != nil || host == "" || port == "" {
-		errs = append(errs, fmt.Errorf("targets[%d].external.address: expected HOST:PORT of a `cnibench agent serve`, got %q", i, e.Address))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].external.address", i), "expected HOST:PORT of a `cnibench agent serve`, got %q", e.Address))
 	}
 	if e.TokenFile == "" {
-		errs = append(errs, fmt.Errorf("targets[%d].external.tokenFile: expected the file holding the token of the `cnibench agent serve` at %s (its --token-file; with --external, --external-token-file)", i, e.Address))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].external.tokenFile", i), "expected the file holding the token of the `cnibench agent serve` at %s (the token file it was started with)", e.Address))
 	}
 	if e.GatewayAddress != "" && strings.Contains(e.GatewayAddress, ":") && net.ParseIP(e.GatewayAddress) == nil {
-		errs = append(errs, fmt.Errorf("targets[%d].external.gatewayAddress: expected a host name or IP without a port, got %q", i, e.GatewayAddress))
+		errs = append(errs, invalid(fmt.Sprintf("targets[%d].external.gatewayAddress", i), "expected a host name or IP without a port, got %q", e.GatewayAddress))
 	}
 	return errs
 }
@@ -239,18 +291,18 @@ func (s Suite) validateGateway() []error {
 		if w.Kind == engine.GatewaySplit {
 			splits++
 			if !slices.Contains(s.Paths, Gateway) {
-				errs = append(errs, fmt.Errorf("workloads[%d]: %s runs on path %s only; expected it in paths", i, engine.GatewaySplit, Gateway))
+				errs = append(errs, invalid(fmt.Sprintf("workloads[%d]", i), "%s runs on path %s only; expected it in paths", engine.GatewaySplit, Gateway))
 			}
 		}
 	}
 	if slices.Contains(s.Paths, Gateway) && splits == 0 {
-		errs = append(errs, fmt.Errorf("paths: %s carries only %s workloads; expected one, e.g. {kind: %s, weight: 40, vus: [1, 10, 100]}", Gateway, engine.GatewaySplit, engine.GatewaySplit))
+		errs = append(errs, invalid("paths", "%s carries only %s workloads; expected one, e.g. {kind: %s, weight: 40, vus: [1, 10, 100]}", Gateway, engine.GatewaySplit, engine.GatewaySplit))
 	}
 	if splits > 0 && s.Duration.Duration < 5*time.Second {
-		errs = append(errs, fmt.Errorf("duration: %s judges its split per 5-second window; expected at least 5s, got %s", engine.GatewaySplit, s.Duration))
+		errs = append(errs, invalid("duration", "%s judges its split per 5-second window; expected at least 5s, got %s", engine.GatewaySplit, s.Duration))
 	}
 	if splits > 0 && s.MostPairs() > 1 {
-		errs = append(errs, fmt.Errorf("pairs: %s scales with vus, not pairs; expected pairs [1], got %v", engine.GatewaySplit, s.Pairs))
+		errs = append(errs, invalid("pairs", "%s scales with vus, not pairs; expected pairs [1], got %v", engine.GatewaySplit, s.Pairs))
 	}
 	return errs
 }
@@ -263,7 +315,15 @@ func localErrors(i int, err error) []error {
 	}
 	var out []error
 	for _, e := range unjoin(err) {
-		out = append(out, fmt.Errorf("targets[%d].local.%w", i, e))
+		at := fmt.Sprintf("targets[%d].local", i)
+		var se *setting.Error
+		if errors.As(e, &se) {
+			placed := *se
+			placed.Name = at + "." + se.Name
+			out = append(out, &placed)
+			continue
+		}
+		out = append(out, &setting.Error{Name: at, Err: e})
 	}
 	return out
 }
