@@ -200,15 +200,22 @@ func Lookup(name string) (Component, error) {
 	return Component{}, fmt.Errorf("unknown component %q (known: %s)", name, strings.Join(names, ", "))
 }
 
-// Base returns what every local cluster runs, whatever its datapath: CNI
-// plugins, CoreDNS, containerd, STREAM (in the tools image) and the given Kubernetes release.
+// Base returns what every local cluster runs, whatever its datapath: CNI plugins, CoreDNS,
+// containerd, the tools every tools image carries (ImageTools: STREAM) and the given
+// Kubernetes release.
 func Base(kubernetesVersion string) ([]Component, error) {
 	k8s, err := KubernetesComponent(kubernetesVersion)
 	if err != nil {
 		return nil, err
 	}
 	var out []Component
-	for _, name := range []string{CNIPlugins, CoreDNS, Containerd, Stream} {
+	names := []string{CNIPlugins, CoreDNS, Containerd}
+	for _, t := range ImageTools() {
+		if !t.Split { // every tools image carries it
+			names = append(names, t.Component)
+		}
+	}
+	for _, name := range names {
 		c, err := Lookup(name)
 		if err != nil {
 			return nil, err
