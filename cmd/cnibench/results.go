@@ -235,7 +235,7 @@ func newResultsFlameGraphCommand(location *string) *cobra.Command {
 				return err
 			}
 			doc := report.NewDocument(b.Run, b.Targets, b.Samples)
-			write := func(w io.Writer) error { return report.WriteFlameGraphOf(w, doc, o) }
+			write := func(w io.Writer) error { return flameGraphFlags(report.WriteFlameGraphOf(w, doc, o)) }
 			if file == "" || file == "-" {
 				return write(cmd.OutOrStdout())
 			}
@@ -261,4 +261,24 @@ func loadRun(ctx context.Context, location, run string) (export.Bundle, error) {
 	}
 	defer db.Close()
 	return export.Load(ctx, db, run)
+}
+
+// flameGraphFlags names the cells of a refused flame graph by the flags that pick them, so
+// that the user can paste one.
+func flameGraphFlags(err error) error {
+	var np *report.NoProfileError
+	if !errors.As(err, &np) {
+		return err
+	}
+	if len(np.Have) == 0 {
+		return fmt.Errorf("run %s has no CPU profiles (run with --profile, or profile: true in the suite)", np.Run)
+	}
+	cell := func(c report.FlameGraphCell) string {
+		return fmt.Sprintf("--target %q --path %q --workload %q --pairs %d", c.Target, c.Path, c.Workload, c.Pairs)
+	}
+	have := make([]string, len(np.Have))
+	for i, c := range np.Have {
+		have[i] = cell(c)
+	}
+	return fmt.Errorf("run %s has no profile of %s; it has:\n  %s", np.Run, cell(np.Want), strings.Join(have, "\n  "))
 }

@@ -144,14 +144,43 @@ type FlameGraphOptions struct {
 	Folded                 bool   // write the folded stacks instead of an SVG
 }
 
+// FlameGraphCell names a cell as a flame graph picks it.
+type FlameGraphCell struct {
+	Target, Path, Workload string
+	Pairs                  int
+}
+
+// NoProfileError is a flame graph asked of a cell that the run has no profile of. Have lists
+// the cells it has profiles of; none when the run recorded no profiles. The command line names
+// the cells by its flags.
+type NoProfileError struct {
+	Run  string
+	Want FlameGraphCell
+	Have []FlameGraphCell
+}
+
+func (e *NoProfileError) Error() string {
+	if len(e.Have) == 0 {
+		return fmt.Sprintf("run %s has no CPU profiles (the suite's profile: true records them)", e.Run)
+	}
+	cell := func(c FlameGraphCell) string {
+		return fmt.Sprintf("target %q, path %q, workload %q, pairs %d", c.Target, c.Path, c.Workload, c.Pairs)
+	}
+	have := make([]string, len(e.Have))
+	for i, c := range e.Have {
+		have[i] = cell(c)
+	}
+	return fmt.Sprintf("run %s has no profile of %s; it has:\n  %s", e.Run, cell(e.Want), strings.Join(have, "\n  "))
+}
+
 // WriteFlameGraphOf writes the merged profile of one cell of a run's samples, as an SVG flame
-// graph or as folded stacks for other tools. The error names the cells that have profiles
-// when none matches.
+// graph or as folded stacks for other tools. When none matches, the error is a
+// *NoProfileError naming the cells that have profiles.
 func WriteFlameGraphOf(w io.Writer, d Document, o FlameGraphOptions) error {
-	pairs := max(o.Pairs, 1)
-	var have []string
+	want := FlameGraphCell{Target: o.Target, Path: o.Path, Workload: o.Workload, Pairs: max(o.Pairs, 1)}
+	var have []FlameGraphCell
 	for _, c := range d.Profiles {
-		if c.Target == o.Target && c.Path == o.Path && c.Workload == o.Workload && c.Pairs == pairs {
+		if c.Target == want.Target && c.Path == want.Path && c.Workload == want.Workload && c.Pairs == want.Pairs {
 			if c.Folded.Total() == 0 {
 				return fmt.Errorf("%s %s %s: no profile: %s", c.Target, c.Path, c.WorkloadLabel(), c.Missing)
 			}
@@ -161,11 +190,7 @@ func WriteFlameGraphOf(w io.Writer, d Document, o FlameGraphOptions) error {
 			}
 			return WriteFlameGraph(w, c.Folded, fmt.Sprintf("run %s: %s, %s %s", d.Run.ID, c.Target, c.Path, c.WorkloadLabel()))
 		}
-		have = append(have, fmt.Sprintf("--target %s --path %s --workload %s --pairs %d", c.Target, c.Path, c.Workload, c.Pairs))
+		have = append(have, FlameGraphCell{Target: c.Target, Path: c.Path, Workload: c.Workload, Pairs: c.Pairs})
 	}
-	if len(have) == 0 {
-		return fmt.Errorf("run %s has no CPU profiles (run with --profile, or profile: true in the suite)", d.Run.ID)
-	}
-	return fmt.Errorf("run %s has no profile of --target %q --path %q --workload %q --pairs %d; it has:\n  %s",
-		d.Run.ID, o.Target, o.Path, o.Workload, pairs, strings.Join(have, "\n  "))
+	return &NoProfileError{Run: d.Run.ID, Want: want, Have: have}
 }
