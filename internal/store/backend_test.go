@@ -2,12 +2,9 @@ package store
 
 import (
 	"context"
-	"crypto/rand"
-	"database/sql"
-	"encoding/hex"
+	"github.com/cnibench/cnibench/internal/testsupport/pgserver"
 	"net/url"
 	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
@@ -20,7 +17,7 @@ import (
 type backend struct {
 	name string
 	// location returns the location of a new, empty store that is removed when the test
-	// ends. It ends the test if the backend is not available (see requirePostgres).
+	// ends. It ends the test if the backend is not available (see pgserver.Require).
 	location func(t *testing.T) string
 	// failTrigger makes the database refuse to insert a resource named 'zzz', with an
 	// error saying "refused by test trigger"; dropTrigger undoes it.
@@ -83,7 +80,7 @@ const crashWriterApp = "cnibench-crash-writer"
 func postgresBackend() backend {
 	return backend{
 		name:     "postgres",
-		location: postgresLocation,
+		location: func(t *testing.T) string { return pgserver.NewDatabase(t) },
 		failTrigger: []string{
 			`CREATE FUNCTION fail_zzz() RETURNS trigger LANGUAGE plpgsql AS $$
 				BEGIN RAISE EXCEPTION 'refused by test trigger'; END $$`,
@@ -118,7 +115,7 @@ func postgresBackend() backend {
 		writerLocation: func(loc string) string {
 			u, err := url.Parse(loc)
 			if err != nil {
-				panic("test database URL does not parse") // postgresLocation built it
+				panic("test database URL does not parse") // pgserver.NewDatabase built it
 			}
 			q := u.Query()
 			q.Set("application_name", crashWriterApp)
@@ -126,68 +123,6 @@ func postgresBackend() backend {
 			return u.String()
 		},
 	}
-}
-
-// postgresLocation creates a database for the test on the test server and returns its URL.
-// The database is dropped when the test ends.
-//
-// Where the server supports it, the database sorts text in ICU's English collation
-// ("_x" < "a" < "B"), unlike the byte order of SQLite and of the "C" locale the test
-// cluster is created with, so that a query relying on the database's collation for its
-// order shows up as a difference between the backends.
-func postgresLocation(t *testing.T) string {
-	t.Helper()
-	admin := requirePostgres(t)
-	u, err := url.Parse(admin)
-	if err != nil {
-		// Not err: url.Error quotes the URL, password and all.
-		t.Fatalf("%s=%s is not a URL", envTestPostgres, redactLocation(admin))
-	}
-	// Named after the test, to tell the databases apart in the server's log and activity.
-	name := "cnibench_" + strings.Map(func(r rune) rune {
-		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
-			return r
-		}
-		if r >= 'A' && r <= 'Z' {
-			return r - 'A' + 'a'
-		}
-		return '_'
-	}, t.Name())
-	if len(name) > 40 {
-		name = name[:40]
-	}
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	name += "_" + hex.EncodeToString(b[:])
-	u.Path = "/" + name
-
-	ctx := context.Background()
-	db, err := sql.Open("pgx", admin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer db.Close()
-	quoted := `"` + name + `"`
-	if _, err := db.ExecContext(ctx, `CREATE DATABASE `+quoted+` TEMPLATE template0 ENCODING 'UTF8'
-		LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
-		t.Logf("no ICU collation (%v): the database uses the server's default", err)
-		if _, err := db.ExecContext(ctx, `CREATE DATABASE `+quoted+` TEMPLATE template0 ENCODING 'UTF8'`); err != nil {
-			t.Fatalf("create database %s: %v", name, err)
-		}
-	}
-	t.Cleanup(func() {
-		db, err := sql.Open("pgx", admin)
-		if err != nil {
-			t.Error(err)
-			return
-		}
-		defer db.Close()
-		// FORCE: a test that failed may have left a store open.
-		if _, err := db.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted+` WITH (FORCE)`); err != nil {
-			t.Errorf("drop database %s: %v", name, err)
-		}
-	})
-	return u.String()
 }
 
 // openTest opens a new store of the backend and closes it when the test ends.

@@ -3,6 +3,7 @@ package store
 import (
 	"context"
 	"database/sql"
+	"github.com/cnibench/cnibench/internal/testsupport/pgserver"
 	"net/url"
 	"strconv"
 	"strings"
@@ -74,7 +75,7 @@ func TestRedactLocation(t *testing.T) {
 // password wrong.
 func TestPostgresOpenErrors(t *testing.T) {
 	ctx := context.Background()
-	loc := postgresLocation(t)
+	loc := pgserver.NewDatabase(t)
 	u, err := url.Parse(loc)
 	if err != nil {
 		t.Fatal(err)
@@ -84,7 +85,7 @@ func TestPostgresOpenErrors(t *testing.T) {
 		v.User = url.UserPassword(v.User.Username(), pw)
 		return v.String()
 	}
-	closed, err := freePort()
+	closed, err := pgserver.FreePort()
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +127,7 @@ func TestPostgresOpenErrors(t *testing.T) {
 // a query parameter works and is not shown either.
 func TestPostgresLocation(t *testing.T) {
 	ctx := context.Background()
-	loc := postgresLocation(t)
+	loc := pgserver.NewDatabase(t)
 	u, err := url.Parse(loc)
 	if err != nil {
 		t.Fatal(err)
@@ -155,12 +156,12 @@ func TestPostgresLocation(t *testing.T) {
 // prefix lookups would not behave as SQLite's.
 func TestPostgresNeedsUTF8(t *testing.T) {
 	ctx := context.Background()
-	loc := postgresLocation(t)
+	loc := pgserver.NewDatabase(t)
 	u, err := url.Parse(loc)
 	if err != nil {
 		t.Fatal(err)
 	}
-	admin, err := sql.Open("pgx", requirePostgres(t))
+	admin, err := sql.Open("pgx", pgserver.Require(t))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -185,7 +186,7 @@ func TestPostgresNeedsUTF8(t *testing.T) {
 // opening an up-to-date store does not.
 func TestPostgresMigrationLock(t *testing.T) {
 	ctx := context.Background()
-	loc := postgresLocation(t)
+	loc := pgserver.NewDatabase(t)
 	holder, err := connect(ctx, loc)
 	if err != nil {
 		t.Fatal(err)

@@ -383,7 +383,7 @@ func TestRebind(t *testing.T) {
 }
 
 // TestOrdering checks that both backends sort text by code point, as SQLite's BINARY
-// collation does, whatever the database's collation (see postgresLocation).
+// collation does, whatever the database's collation (see pgserver.NewDatabase).
 func TestOrdering(t *testing.T) { forEachBackend(t, testOrdering) }
 
 func testOrdering(t *testing.T, b backend) {

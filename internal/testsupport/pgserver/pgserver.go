@@ -1,4 +1,13 @@
-package store
+// Package pgserver gives tests a real PostgreSQL server: a throw-away cluster in a temporary
+// directory, listening on 127.0.0.1 on a free port and on a unix socket inside that directory
+// only, started once for a test binary by Main and stopped, its directory removed, when the
+// tests end; should the test process die first (a panic, a timeout, SIGKILL), a janitor process
+// does that instead (startJanitor). Each test gets a fresh database in it (NewDatabase). It is
+// test support: nothing in the cnibench binary uses it.
+//
+// Main hands the server to the tests through the environment rather than a package variable,
+// which also lets a test's child processes inherit it.
+package pgserver
 
 import (
 	"bytes"
@@ -11,6 +20,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -22,55 +32,45 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // the database/sql driver "pgx"
 )
 
-// The package's PostgreSQL tests run against a real server that TestMain starts once for
-// the package (a throw-away cluster in a temporary directory, listening on 127.0.0.1 on a
-// free port and on a unix socket inside that directory only) and stops, removing the
-// directory, when the tests end; should the test process die first (a panic, a timeout,
-// SIGKILL), a janitor process does that instead (startJanitor). Each test gets a fresh
-// database in it (postgresLocation).
-//
-// TestMain hands the server to the tests through the environment rather than a package
-// variable, which also lets the crash test's child processes inherit it:
 const (
-	// envTestPostgres is the URL of a database on a server where the tests may create and
-	// drop databases. Set it before "go test" to use an existing server instead of a
-	// throw-away one (e.g. postgres://postgres:pw@localhost/postgres?sslmode=disable).
-	envTestPostgres = "CNIBENCH_TEST_POSTGRES"
-	// envNoPostgres is set by TestMain when it could not start a server: "skip: why" or
+	// EnvURL is the URL of a database on a server where the tests may create and drop
+	// databases. Set it before "go test" to use an existing server instead of a throw-away
+	// one (e.g. postgres://postgres:pw@localhost/postgres?sslmode=disable).
+	EnvURL = "CNIBENCH_TEST_POSTGRES"
+	// envUnavailable is set by Main when it could not start a server: "skip: why" or
 	// "fail: why".
-	envNoPostgres = "CNIBENCH_TEST_POSTGRES_UNAVAILABLE"
+	envUnavailable = "CNIBENCH_TEST_POSTGRES_UNAVAILABLE"
 	// envJanitor makes the test binary the janitor of the server in this directory (see
 	// startJanitor).
 	envJanitor = "CNIBENCH_TEST_POSTGRES_JANITOR"
 )
 
-// pgSuperuser is the throw-away cluster's superuser, which the tests connect as.
-const pgSuperuser = "cnibench"
+// superuser is the throw-away cluster's superuser, which the tests connect as.
+const superuser = "cnibench"
 
-func TestMain(m *testing.M) {
-	os.Exit(runTests(m))
-}
-
-// runTests starts the server unless the process is a crash-test writer (which is given its
-// database's URL) or a server was named, runs the tests and stops the server.
-func runTests(m *testing.M) int {
+// Main runs a test binary's tests with a server: it starts one unless start is false (a test's
+// child process, which inherits the server's URL) or EnvURL names one, runs the tests and stops
+// it. A package's TestMain calls os.Exit(pgserver.Main(m, true)).
+func Main(m *testing.M, start bool) int {
 	if spec := os.Getenv(envJanitor); spec != "" {
 		janitor(spec)
 		return 0
 	}
 	flag.Parse() // for testing.Verbose
-	if os.Getenv(crashEnv) == "" && os.Getenv(envTestPostgres) == "" {
+	if start && os.Getenv(EnvURL) == "" {
 		srv, err := startPostgres()
 		if err != nil {
-			_ = os.Setenv(envNoPostgres, err.Error())
+			_ = os.Setenv(envUnavailable, err.Error())
 			if testing.Verbose() {
 				fmt.Fprintf(os.Stderr, "PostgreSQL test server: %v\n", err)
 			}
 		} else {
 			defer srv.stop()
-			_ = os.Setenv(envTestPostgres, srv.admin)
+			_ = os.Setenv(EnvURL, srv.admin)
 			if testing.Verbose() {
 				fmt.Fprintf(os.Stderr, "PostgreSQL test server %s: %s, listening on 127.0.0.1:%d, ready in %v (initdb %v)\n",
 					srv.version, srv.dir, srv.port, srv.startup.Round(time.Millisecond), srv.initdb.Round(time.Millisecond))
@@ -80,14 +80,14 @@ func runTests(m *testing.M) int {
 	return m.Run()
 }
 
-// requirePostgres returns the URL of the server's admin database, or ends the test: it
-// fails when PostgreSQL should be there (as root, as in CI) and skips otherwise.
-func requirePostgres(t *testing.T) string {
+// Require returns the URL of the server's admin database, or ends the test: it fails when
+// PostgreSQL should be there (as root, as in CI) and skips otherwise.
+func Require(t testing.TB) string {
 	t.Helper()
-	if admin := os.Getenv(envTestPostgres); admin != "" {
+	if admin := os.Getenv(EnvURL); admin != "" {
 		return admin
 	}
-	why := os.Getenv(envNoPostgres)
+	why := os.Getenv(envUnavailable)
 	if reason, ok := strings.CutPrefix(why, "skip: "); ok {
 		t.Skip("PostgreSQL: " + reason)
 	}
@@ -210,7 +210,7 @@ func (s *pgServer) start(bin string, cred *syscall.Credential) error {
 	}
 	begin := time.Now()
 	out, err := s.command(cred, filepath.Join(bin, "initdb"), "-D", filepath.Join(s.dir, "data"),
-		"-U", pgSuperuser, "--pwfile", pwfile, "-E", "UTF8", "--locale", "C",
+		"-U", superuser, "--pwfile", pwfile, "-E", "UTF8", "--locale", "C",
 		// The socket is in a directory only the server's user can enter; over TCP (all the
 		// tests use), the password is needed.
 		"--auth-local", "trust", "--auth-host", "scram-sha-256", "--no-sync").CombinedOutput()
@@ -227,10 +227,10 @@ func (s *pgServer) start(bin string, cred *syscall.Credential) error {
 	// it first: postgres then fails to bind, and we try another.
 	var lastErr error
 	for range 3 {
-		if s.port, lastErr = freePort(); lastErr != nil {
+		if s.port, lastErr = FreePort(); lastErr != nil {
 			return lastErr
 		}
-		s.admin = fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", pgSuperuser, password, s.port)
+		s.admin = fmt.Sprintf("postgres://%s:%s@127.0.0.1:%d/postgres?sslmode=disable", superuser, password, s.port)
 		if lastErr = s.run(bin, cred, sock); lastErr == nil {
 			return nil
 		}
@@ -389,8 +389,8 @@ func (s *pgServer) stop() {
 	}
 }
 
-// freePort returns a TCP port on 127.0.0.1 that was free a moment ago.
-func freePort() (int, error) {
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago.
+func FreePort() (int, error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return 0, fmt.Errorf("find a free port: %w", err)
@@ -416,4 +416,66 @@ func tail(s string, n int) string {
 		return "..." + s[len(s)-n:]
 	}
 	return s
+}
+
+// NewDatabase creates a database for the test on the test server and returns its URL.
+// The database is dropped when the test ends.
+//
+// Where the server supports it, the database sorts text in ICU's English collation
+// ("_x" < "a" < "B"), unlike the byte order of SQLite and of the "C" locale the test
+// cluster is created with, so that a query relying on the database's collation for its
+// order shows up as a difference between the backends.
+func NewDatabase(t testing.TB) string {
+	t.Helper()
+	admin := Require(t)
+	u, err := url.Parse(admin)
+	if err != nil {
+		// Neither the URL nor err: url.Error quotes the URL, password and all.
+		t.Fatalf("%s is not a URL", EnvURL)
+	}
+	// Named after the test, to tell the databases apart in the server's log and activity.
+	name := "cnibench_" + strings.Map(func(r rune) rune {
+		if r >= 'a' && r <= 'z' || r >= '0' && r <= '9' {
+			return r
+		}
+		if r >= 'A' && r <= 'Z' {
+			return r - 'A' + 'a'
+		}
+		return '_'
+	}, t.Name())
+	if len(name) > 40 {
+		name = name[:40]
+	}
+	var b [6]byte
+	_, _ = rand.Read(b[:])
+	name += "_" + hex.EncodeToString(b[:])
+	u.Path = "/" + name
+
+	ctx := context.Background()
+	db, err := sql.Open("pgx", admin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	quoted := `"` + name + `"`
+	if _, err := db.ExecContext(ctx, `CREATE DATABASE `+quoted+` TEMPLATE template0 ENCODING 'UTF8'
+		LOCALE_PROVIDER icu ICU_LOCALE 'en-US' LC_COLLATE 'C' LC_CTYPE 'C'`); err != nil {
+		t.Logf("no ICU collation (%v): the database uses the server's default", err)
+		if _, err := db.ExecContext(ctx, `CREATE DATABASE `+quoted+` TEMPLATE template0 ENCODING 'UTF8'`); err != nil {
+			t.Fatalf("create database %s: %v", name, err)
+		}
+	}
+	t.Cleanup(func() {
+		db, err := sql.Open("pgx", admin)
+		if err != nil {
+			t.Error(err)
+			return
+		}
+		defer db.Close()
+		// FORCE: a test that failed may have left a store open.
+		if _, err := db.ExecContext(context.Background(), `DROP DATABASE IF EXISTS `+quoted+` WITH (FORCE)`); err != nil {
+			t.Errorf("drop database %s: %v", name, err)
+		}
+	})
+	return u.String()
 }
