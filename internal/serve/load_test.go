@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"sort"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
@@ -27,8 +28,8 @@ const (
 	envLoad = "CNIBENCH_LOAD"
 	// envLoadDuration is how long the clients browse (a Go duration; default 30s).
 	envLoadDuration = "CNIBENCH_LOAD_DURATION"
-	// loadClients is how many people browse at once.
-	loadClients = 50
+	// envLoadClients is how many people browse at once (default 50).
+	envLoadClients = "CNIBENCH_LOAD_CLIENTS"
 )
 
 // loadPage is one page the clients browse and the times it took.
@@ -52,7 +53,7 @@ func (p *loadPage) record(d time.Duration, err error) {
 	p.times = append(p.times, d)
 }
 
-// TestLoad is the load benchmark (CNIBENCH_LOAD=1): loadClients clients browse the runs page,
+// TestLoad is the load benchmark (CNIBENCH_LOAD=1): 50 clients (CNIBENCH_LOAD_CLIENTS) browse the runs page,
 // the real A/A run, one of its figures' samples, a comparison and a run being written, each
 // page after the last, for CNIBENCH_LOAD_DURATION, while a writer adds a sample to that run
 // every 20 ms through its own connection to the same PostgreSQL store, as `run` does. It
@@ -64,13 +65,20 @@ func TestLoad(t *testing.T) {
 	if os.Getenv(envLoad) == "" {
 		t.Skipf("a benchmark: set %s=1 to run it", envLoad)
 	}
-	duration := 30 * time.Second
+	duration, clients := 30*time.Second, 50
 	if s := os.Getenv(envLoadDuration); s != "" {
 		d, err := time.ParseDuration(s)
 		if err != nil {
 			t.Fatalf("%s: %v", envLoadDuration, err)
 		}
 		duration = d
+	}
+	if s := os.Getenv(envLoadClients); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: expected a number of clients", envLoadClients, s)
+		}
+		clients = n
 	}
 	ctx := context.Background()
 	location := pgserver.NewDatabase(t)
@@ -105,12 +113,12 @@ func TestLoad(t *testing.T) {
 	}
 
 	stop := make(chan struct{})
-	written := make(chan int, 1)
+	written := make(chan []time.Duration, 1)
 	go func() { written <- writeSamples(ctx, t, writer, live, stop) }()
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: loadClients}, Timeout: 30 * time.Second}
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 30 * time.Second}
 	begin := time.Now()
 	var wg sync.WaitGroup
-	for c := range loadClients {
+	for c := range clients {
 		wg.Go(func() {
 			for i := c; time.Since(begin) < duration; i++ {
 				p := pages[i%len(pages)]
@@ -123,11 +131,11 @@ func TestLoad(t *testing.T) {
 	wg.Wait()
 	elapsed := time.Since(begin)
 	close(stop)
-	samples := <-written
+	writes := <-written
 	if err := writer.FinishRun(ctx, live, record.StatusComplete, time.Now().UTC(), ""); err != nil {
 		t.Fatal(err)
 	}
-	reportLoad(t, pages, elapsed, samples)
+	reportLoad(t, clients, pages, elapsed, writes)
 
 	// The run finished while the server ran: the runs page says so, without a restart.
 	body, err := fetchBody(client, srv.URL+"/runs.json?label=commit%3Dlive")
@@ -145,25 +153,28 @@ func TestLoad(t *testing.T) {
 	}
 }
 
-// writeSamples adds a sample to run every 20 ms until stop closes, and returns how many it
-// added.
-func writeSamples(ctx context.Context, t *testing.T, db *store.DB, run string, stop <-chan struct{}) int {
+// writeSamples adds a sample to run every 20 ms (or as soon as the last is stored, when that
+// takes longer) until stop closes, and returns how long each took to store.
+func writeSamples(ctx context.Context, t *testing.T, db *store.DB, run string, stop <-chan struct{}) []time.Duration {
+	var took []time.Duration
 	tick := time.NewTicker(20 * time.Millisecond)
 	defer tick.Stop()
 	for seq := 0; ; seq++ {
 		select {
 		case <-stop:
-			return seq
+			return took
 		case <-tick.C:
 		}
 		s := record.Sample{RunID: run, Seq: seq, Round: seq/4 + 1, Target: "flannel", Path: []string{"same-node", "cross-node"}[seq%2],
 			Workload: "tcp-stream/1", Pairs: 1, Started: time.Now().UTC(), Duration: 10 * time.Millisecond,
 			Metrics:   map[string]float64{catalog.Throughput: 9 + float64(seq%7)/10},
 			Resources: map[string]float64{"cpu_s_per_gb": 0.4}, Raw: fmt.Sprintf("sample %d\n", seq)}
+		start := time.Now()
 		if err := db.AddSample(ctx, s); err != nil {
 			t.Errorf("write sample %d: %v", seq, err)
-			return seq
+			return took
 		}
+		took = append(took, time.Since(start))
 	}
 }
 
@@ -190,11 +201,12 @@ func fetchBody(client *http.Client, u string) (string, error) {
 }
 
 // reportLoad logs the figures of each page and of all, and fails on any error.
-func reportLoad(t *testing.T, pages []*loadPage, elapsed time.Duration, samples int) {
+func reportLoad(t *testing.T, clients int, pages []*loadPage, elapsed time.Duration, writes []time.Duration) {
 	t.Helper()
 	var all []time.Duration
 	requests, errors := 0, 0
-	t.Logf("%d clients for %v, %d samples written meanwhile", loadClients, elapsed.Round(time.Millisecond), samples)
+	t.Logf("%d clients for %v; meanwhile %d samples written, each stored in p50 %v, p99 %v", clients,
+		elapsed.Round(time.Millisecond), len(writes), quantile(writes, 0.50), quantile(writes, 0.99))
 	t.Logf("%-9s %9s %7s %9s %9s", "page", "requests", "errors", "p50", "p99")
 	for _, p := range pages {
 		var ok []time.Duration
