@@ -107,7 +107,9 @@ func Open(ctx context.Context, location string) (*DB, error) {
 }
 
 // connect opens the store at location (see Open) without touching its schema.
-func connect(ctx context.Context, location string) (*DB, error) { return connectAs(ctx, location, false) }
+func connect(ctx context.Context, location string) (*DB, error) {
+	return connectAs(ctx, location, false)
+}
 
 // connectAs is connect; readOnly makes every connection refuse writes (OpenReadOnly).
 func connectAs(ctx context.Context, location string, readOnly bool) (*DB, error) {
