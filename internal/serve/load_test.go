@@ -65,21 +65,7 @@ func TestLoad(t *testing.T) {
 	if os.Getenv(envLoad) == "" {
 		t.Skipf("a benchmark: set %s=1 to run it", envLoad)
 	}
-	duration, clients := 30*time.Second, 50
-	if s := os.Getenv(envLoadDuration); s != "" {
-		d, err := time.ParseDuration(s)
-		if err != nil {
-			t.Fatalf("%s: %v", envLoadDuration, err)
-		}
-		duration = d
-	}
-	if s := os.Getenv(envLoadClients); s != "" {
-		n, err := strconv.Atoi(s)
-		if err != nil || n < 1 {
-			t.Fatalf("%s=%q: expected a number of clients", envLoadClients, s)
-		}
-		clients = n
-	}
+	duration, clients := loadSettings(t)
 	ctx := context.Background()
 	location := pgserver.NewDatabase(t)
 	writer, err := store.Open(ctx, location)
@@ -116,20 +102,7 @@ func TestLoad(t *testing.T) {
 	written := make(chan []time.Duration, 1)
 	go func() { written <- writeSamples(ctx, t, writer, live, stop) }()
 	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: clients}, Timeout: 30 * time.Second}
-	begin := time.Now()
-	var wg sync.WaitGroup
-	for c := range clients {
-		wg.Go(func() {
-			for i := c; time.Since(begin) < duration; i++ {
-				p := pages[i%len(pages)]
-				start := time.Now()
-				err := fetch(client, srv.URL+p.path)
-				p.record(time.Since(start), err)
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(begin)
+	elapsed := browse(client, srv.URL, pages, clients, duration)
 	close(stop)
 	writes := <-written
 	if err := writer.FinishRun(ctx, live, record.StatusComplete, time.Now().UTC(), ""); err != nil {
@@ -151,6 +124,46 @@ func TestLoad(t *testing.T) {
 	if len(listed.Runs) != 1 || listed.Runs[0].ID != live || listed.Runs[0].Status != record.StatusComplete {
 		t.Errorf("after the written run finished, the runs page lists %+v, want %s %s", listed.Runs, live, record.StatusComplete)
 	}
+}
+
+// loadSettings reads the benchmark's duration and number of clients from the environment.
+func loadSettings(t *testing.T) (time.Duration, int) {
+	t.Helper()
+	duration, clients := 30*time.Second, 50
+	if s := os.Getenv(envLoadDuration); s != "" {
+		d, err := time.ParseDuration(s)
+		if err != nil {
+			t.Fatalf("%s: %v", envLoadDuration, err)
+		}
+		duration = d
+	}
+	if s := os.Getenv(envLoadClients); s != "" {
+		n, err := strconv.Atoi(s)
+		if err != nil || n < 1 {
+			t.Fatalf("%s=%q: expected a number of clients", envLoadClients, s)
+		}
+		clients = n
+	}
+	return duration, clients
+}
+
+// browse has clients load the pages in turn, each starting at its own, one after the other
+// without a pause, until duration has passed; it returns how long they took to finish.
+func browse(client *http.Client, base string, pages []*loadPage, clients int, duration time.Duration) time.Duration {
+	begin := time.Now()
+	var wg sync.WaitGroup
+	for c := range clients {
+		wg.Go(func() {
+			for i := c; time.Since(begin) < duration; i++ {
+				p := pages[i%len(pages)]
+				start := time.Now()
+				err := fetch(client, base+p.path)
+				p.record(time.Since(start), err)
+			}
+		})
+	}
+	wg.Wait()
+	return time.Since(begin)
 }
 
 // writeSamples adds a sample to run every 20 ms (or as soon as the last is stored, when that
