@@ -25,6 +25,6 @@ func newRootCommand() *cobra.Command {
 		// Usage and help then read "kubectl cnibench run ...", as the user typed it.
 		root.Annotations = map[string]string{cobra.CommandDisplayNameAnnotation: "kubectl cnibench"}
 	}
-	root.AddCommand(newRunCommand(plugin), newResultsCommand(), newReportCommand(), newCompareCommand(), newHistoryCommand(), newClusterCommand(), newSetupCommand(), newRBACCommand(), newImageCommand(), newAgentCommand())
+	root.AddCommand(newRunCommand(plugin), newResultsCommand(), newReportCommand(), newCompareCommand(), newHistoryCommand(), newServeCommand(), newClusterCommand(), newSetupCommand(), newRBACCommand(), newImageCommand(), newAgentCommand())
 	return root
 }

@@ -132,18 +132,23 @@ func Serve(ctx context.Context, o ServeOptions) error {
 }
 
 // tlsConfig loads the agent's certificate, or returns nil for plain HTTP.
-func (o ServeOptions) tlsConfig() (*tls.Config, error) {
+func (o ServeOptions) tlsConfig() (*tls.Config, error) { return TLSConfig(o.TLSCert, o.TLSKey) }
+
+// TLSConfig is the server side of TLS 1.2 or newer with the certificate and key in the PEM
+// files cert and key, or nil (plain HTTP) when both are empty; the errors name the settings
+// tls-cert and tls-key. `cnibench serve` serves HTTPS with it too.
+func TLSConfig(cert, key string) (*tls.Config, error) {
 	switch {
-	case o.TLSCert == "" && o.TLSKey == "":
+	case cert == "" && key == "":
 		return nil, nil
-	case o.TLSCert == "":
+	case cert == "":
 		return nil, &setting.Error{Name: "tls-cert", Want: "expected the certificate of the key given by tls-key"}
-	case o.TLSKey == "":
+	case key == "":
 		return nil, &setting.Error{Name: "tls-key", Want: "expected the key of the certificate given by tls-cert"}
 	}
-	pair, err := tls.LoadX509KeyPair(o.TLSCert, o.TLSKey)
+	pair, err := tls.LoadX509KeyPair(cert, key)
 	if err != nil {
-		return nil, &setting.Error{Name: "tls-cert", Value: o.TLSCert, Err: err}
+		return nil, &setting.Error{Name: "tls-cert", Value: cert, Err: err}
 	}
 	return &tls.Config{Certificates: []tls.Certificate{pair}, MinVersion: tls.VersionTLS12}, nil
 }

@@ -5,6 +5,7 @@ package layering
 // and compile neither a cluster, nor a client of one, nor a database driver.
 var rendering = []string{
 	"internal/analysis", "internal/report", "internal/export", "internal/compare", "internal/history", "internal/suite",
+	"internal/serve",
 }
 
 // rules are the layering rules: no package matching from may depend, directly or through

@@ -15,6 +15,8 @@ import (
 // htmlPage is the data of pageTemplate.
 type htmlPage struct {
 	Title string
+	// Nav links the page to the pages of a server around it (HTMLOptions); empty in a file.
+	Nav []Link
 	// Verdict is what `cnibench run` ends with, per run: a table per workload.
 	Verdict []htmlVerdict
 	// References set each run's study beside it.
@@ -65,6 +67,8 @@ type htmlTableRow struct {
 type htmlChart struct {
 	Title, Better, Description string
 	SVG                        template.HTML
+	// Links lead from the chart to the samples behind it (HTMLOptions.Samples); none in a file.
+	Links []Link
 }
 
 // WriteHTML renders docs (one or more runs) as one self-contained HTML page that makes no
@@ -85,20 +89,7 @@ type htmlChart struct {
 //     its 95 % CI as a shaded band.
 //
 // When docs holds several runs, targets are labelled RUN/TARGET and never pooled.
-func WriteHTML(w io.Writer, docs []Document) error {
-	m, err := buildModel(docs)
-	if err != nil {
-		return err
-	}
-	tmpl, err := template.New("report").Parse(pageTemplate)
-	if err != nil {
-		return fmt.Errorf("parse html report template: %w", err)
-	}
-	if err := tmpl.Execute(w, m.htmlPage()); err != nil {
-		return fmt.Errorf("write html report: %w", err)
-	}
-	return nil
-}
+func WriteHTML(w io.Writer, docs []Document) error { return WriteHTMLWith(w, docs, HTMLOptions{}) }
 
 // htmlPage turns the model into the template's data, drawing the charts.
 func (m model) htmlPage() htmlPage {
@@ -339,12 +330,14 @@ figcaption { font-size: 13px; margin-bottom: 4px; }
 figcaption b { font-size: 14px; }
 figcaption .better { float: right; color: var(--muted); font-size: 12px; }
 figcaption .desc { display: block; color: var(--muted); font-size: 12px; }
+p.links { font-size: 12px; margin: 4px 0; } p.links a, nav.site a { color: var(--accent); }
 svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin: 0 auto; }
 @media print { .charts { display: block; } figure { break-inside: avoid; margin-bottom: 8px; } }
 </style>
 </head>
 <body>
 <main>
+{{with .Nav}}<nav class="site">{{range .}}<a href="{{.URL}}">{{.Name}}</a> {{end}}</nav>{{end}}
 <h1>{{.Title}}</h1>
 <nav>{{range .Sections}}{{with .Concurrency}}<a href="#{{.Anchor}}">{{.Title}}</a> {{end}}<a href="#{{.Anchor}}">{{.Workload}}</a> {{end}}<a href="#environment">environment</a></nav>
 {{if .Verdict}}
@@ -423,5 +416,6 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 </html>
 {{define "figure"}}<figure><figcaption><span class="better">{{.Better}}</span><b>{{.Title}}</b><span class="desc">{{.Description}}</span></figcaption>
 {{.SVG}}
+{{with .Links}}<p class="links">samples: {{range $i, $l := .}}{{if $i}} · {{end}}<a href="{{$l.URL}}">{{$l.Name}}</a>{{end}}</p>{{end}}
 </figure>
 {{end}}`

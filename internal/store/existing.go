@@ -21,14 +21,23 @@ func OpenExisting(ctx context.Context, location string) (*DB, error) {
 	if location == "" {
 		location = DefaultLocation()
 	}
-	if path, ok := existingSQLiteFile(location); ok {
-		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("open results store %s: %w (nothing has been stored there yet)", path, ErrNoStore)
-		} else if err != nil {
-			return nil, fmt.Errorf("open results store %s: %w", path, err)
-		}
+	if err := checkExists(location); err != nil {
+		return nil, err
 	}
 	return Open(ctx, location)
+}
+
+// checkExists refuses a SQLite location whose database file does not exist (ErrNoStore);
+// other backends' locations are left to connect.
+func checkExists(location string) error {
+	if path, ok := existingSQLiteFile(location); ok {
+		if _, err := os.Stat(path); errors.Is(err, fs.ErrNotExist) {
+			return fmt.Errorf("open results store %s: %w (nothing has been stored there yet)", path, ErrNoStore)
+		} else if err != nil {
+			return fmt.Errorf("open results store %s: %w", path, err)
+		}
+	}
+	return nil
 }
 
 // existingSQLiteFile returns the database file a SQLite location names, resolving a

@@ -37,7 +37,7 @@ func postgresDialect() dialect {
 
 // connectPostgres opens the PostgreSQL store at location, a postgres:// or postgresql:// URL
 // (see Open), and checks that it can be used, without touching its schema.
-func connectPostgres(ctx context.Context, location string) (*DB, error) {
+func connectPostgres(ctx context.Context, location string, readOnly bool) (*DB, error) {
 	shown := redactLocation(location)
 	cfg, err := pgx.ParseConfig(location)
 	if err != nil {
@@ -46,6 +46,10 @@ func connectPostgres(ctx context.Context, location string) (*DB, error) {
 	if _, ok := cfg.RuntimeParams["application_name"]; !ok {
 		// Shows who is connected in pg_stat_activity.
 		cfg.RuntimeParams["application_name"] = "cnibench"
+	}
+	if readOnly {
+		// Every transaction, the implicit one of a lone statement included, refuses writes.
+		cfg.RuntimeParams["default_transaction_read_only"] = "on"
 	}
 	d := &DB{db: stdlib.OpenDB(*cfg), dialect: postgresDialect(), location: shown}
 	if err := d.checkPostgres(ctx); err != nil {

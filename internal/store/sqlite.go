@@ -64,14 +64,21 @@ func sqlitePath(location string) (string, error) {
 
 // sqliteDSN is the driver's data source name for the file at abs: a "file:" URI, so that any
 // character of the path (such as "?" or "#") is escaped rather than taken as syntax.
-func sqliteDSN(abs string) string {
-	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: sqliteParams().Encode()}
+func sqliteDSN(abs string, readOnly bool) string {
+	params := sqliteParams()
+	if readOnly {
+		// query_only refuses every write; a deferred BEGIN takes no write lock, which an
+		// immediate one would, holding up the writer of a run.
+		params.Set("_query_only", "1")
+		params.Set("_txlock", "deferred")
+	}
+	u := url.URL{Scheme: "file", Path: filepath.ToSlash(abs), RawQuery: params.Encode()}
 	return u.String()
 }
 
 // connectSQLite opens the SQLite store at location (a path; see Open), creating the file
 // and its directory if needed, without touching its schema.
-func connectSQLite(ctx context.Context, location string) (*DB, error) {
+func connectSQLite(ctx context.Context, location string, readOnly bool) (*DB, error) {
 	path, err := sqlitePath(location)
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite results store %q: %w", location, err)
@@ -79,7 +86,7 @@ func connectSQLite(ctx context.Context, location string) (*DB, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return nil, fmt.Errorf("open SQLite results store %s: create directory: %w", path, err)
 	}
-	db, err := sql.Open("sqlite", sqliteDSN(path))
+	db, err := sql.Open("sqlite", sqliteDSN(path, readOnly))
 	if err != nil {
 		return nil, fmt.Errorf("open SQLite results store %s: %w", path, err)
 	}

@@ -108,21 +108,26 @@ func Open(ctx context.Context, location string) (*DB, error) {
 
 // connect opens the store at location (see Open) without touching its schema.
 func connect(ctx context.Context, location string) (*DB, error) {
+	return connectAs(ctx, location, false)
+}
+
+// connectAs is connect; readOnly makes every connection refuse writes (OpenReadOnly).
+func connectAs(ctx context.Context, location string, readOnly bool) (*DB, error) {
 	if location == "" {
 		location = DefaultPath()
 	}
 	scheme, rest, hasScheme := strings.Cut(location, "://")
 	if !hasScheme || !isScheme(scheme) {
-		return connectSQLite(ctx, location)
+		return connectSQLite(ctx, location, readOnly)
 	}
 	switch scheme {
 	case "postgres", "postgresql":
-		return connectPostgres(ctx, location)
+		return connectPostgres(ctx, location, readOnly)
 	case "sqlite", "sqlite3", "file":
 		if rest == "" {
 			return nil, fmt.Errorf("open results store %s: no path after %s://", location, scheme)
 		}
-		return connectSQLite(ctx, rest)
+		return connectSQLite(ctx, rest, readOnly)
 	default:
 		return nil, fmt.Errorf("open results store %s: unsupported scheme %q (supported: postgres, postgresql, sqlite)",
 			redactLocation(location), scheme)

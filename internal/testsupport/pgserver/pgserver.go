@@ -121,6 +121,9 @@ type pgServer struct {
 	exited  chan struct{}  // closed once cmd has been waited for
 	janitor *exec.Cmd      // see startJanitor
 	alive   io.WriteCloser // the janitor's stdin
+	// bin and cred are postgres's directory and user, to start it again (Server.Start).
+	bin  string
+	cred *syscall.Credential
 }
 
 // startPostgres creates a cluster with initdb and starts postgres on it. As root, both run
@@ -149,7 +152,7 @@ func startPostgres() (*pgServer, error) {
 	if err != nil {
 		return nil, unavailable{err: fmt.Errorf("create the server's directory: %w", err)}
 	}
-	srv := &pgServer{dir: dir}
+	srv := &pgServer{dir: dir, bin: bin, cred: cred}
 	if err := srv.startJanitor(); err != nil {
 		srv.stop()
 		return nil, unavailable{err: err}
@@ -371,6 +374,18 @@ func running(pid int) bool {
 // stop shuts the server down, fast (rolling back open transactions), and removes its
 // directory.
 func (s *pgServer) stop() {
+	s.halt()
+	if err := os.RemoveAll(s.dir); err != nil {
+		fmt.Fprintf(os.Stderr, "remove the PostgreSQL test server's directory: %v\n", err)
+	}
+	if s.janitor != nil {
+		_ = s.alive.Close() // nothing left for it to do
+		_ = s.janitor.Wait()
+	}
+}
+
+// halt shuts the server down, fast (rolling back open transactions), keeping its data.
+func (s *pgServer) halt() {
 	if s.cmd != nil && s.cmd.Process != nil {
 		_ = s.cmd.Process.Signal(syscall.SIGINT)
 		select {
@@ -379,13 +394,6 @@ func (s *pgServer) stop() {
 			_ = s.cmd.Process.Kill()
 			<-s.exited
 		}
-	}
-	if err := os.RemoveAll(s.dir); err != nil {
-		fmt.Fprintf(os.Stderr, "remove the PostgreSQL test server's directory: %v\n", err)
-	}
-	if s.janitor != nil {
-		_ = s.alive.Close() // nothing left for it to do
-		_ = s.janitor.Wait()
 	}
 }
 
