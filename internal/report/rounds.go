@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -48,6 +49,9 @@ func (m model) htmlRounds(s section, colours pathColours) []htmlChart {
 					rc.Marker[t.name], rc.Label[t.name] = ti, t.label
 				}
 			}
+			// Series in the page's order of targets, as the bar charts group them.
+			rc.Cell.Series = slices.Clone(c.Series)
+			slices.SortStableFunc(rc.Cell.Series, func(a, b analysis.TargetRounds) int { return rc.Marker[a.Target] - rc.Marker[b.Target] })
 			title := c.Path
 			if len(m.docs) > 1 {
 				title = d.Run.ID + ": " + title
