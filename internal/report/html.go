@@ -19,6 +19,8 @@ type htmlPage struct {
 	Nav []Link
 	// Verdict is what `cnibench run` ends with, per run: a table per workload.
 	Verdict []htmlVerdict
+	// Forests plot the verdict's comparisons, per run.
+	Forests []htmlChart
 	// References set each run's study beside it.
 	References []htmlRef
 	// Profiles are the flame graphs of profiled cells.
@@ -50,7 +52,9 @@ type htmlSection struct {
 	Anchor, Workload string
 	Higher, Lower    []string
 	Charts           []htmlChart
-	Rows, Other      []htmlTableRow
+	// Rounds plot each cell's samples round by round and their spread.
+	Rounds      []htmlChart
+	Rows, Other []htmlTableRow
 	// Concurrency is shown right before the section: the charts against the pair count of a
 	// workload run at several, on the first of its sections. Nil on the others.
 	Concurrency *htmlConcurrency
@@ -86,7 +90,12 @@ type htmlChart struct {
 //     non-headline metrics in a folded table;
 //   - per workload run at several pair counts, before its first section: the aggregate rate
 //     and Jain's fairness index against the pair count N, a line per target and path with
-//     its 95 % CI as a shaded band.
+//     its 95 % CI as a shaded band;
+//   - under the verdict, a forest plot of its comparisons: each ratio to the reference and its
+//     95 % interval on a log axis (differences, for loss, on their own), coloured by verdict;
+//   - per cell, its verdict metric sample by sample: round by round, a series per target, and
+//     as a strip per target with the mean and its 95 % interval, outliers ringed, failed
+//     samples crossed.
 //
 // When docs holds several runs, targets are labelled RUN/TARGET and never pooled.
 func WriteHTML(w io.Writer, docs []Document) error { return WriteHTMLWith(w, docs, HTMLOptions{}) }
@@ -116,6 +125,7 @@ func (m model) htmlPage() htmlPage {
 			run = "run " + d.Run.ID + ": "
 		}
 		p.Verdict = append(p.Verdict, htmlVerdicts(run, d.Verdict)...)
+		p.Forests = append(p.Forests, htmlForests(run, d.Verdict, colours)...)
 		if d.Reference != nil {
 			p.References = append(p.References, htmlReference(d.Reference, d.Targets))
 		}
@@ -163,6 +173,7 @@ func (m model) htmlSection(s section, colours pathColours) htmlSection {
 		}
 		hs.Charts = append(hs.Charts, m.metricChart(s, metric, colours))
 	}
+	hs.Rounds = m.htmlRounds(s, colours)
 	for i, r := range s.rows {
 		row := htmlTableRow{Cells: m.rowCells(r), First: i == 0 || s.rows[i-1].Metric != r.Metric}
 		if analysis.Headline(r.Row) {
@@ -347,6 +358,8 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 <tr><th>Workload and metric</th><th>Target or path</th><th>Mean [95 % CI]</th><th>x</th><th>Verdict</th><th>n</th></tr>
 {{range .Verdict}}{{$title := .Title}}{{range $i, $r := .Rows}}<tr{{if eq $i 0}} class="first"{{end}}><td>{{if eq $i 0}}{{$title}}{{end}}</td><td>{{$r.Name}}</td><td>{{$r.Mean}} {{$r.CI}}</td><td>{{$r.Ratio}}</td><td>{{if $r.Decided}}<b>{{$r.Verdict}}</b>{{else}}{{$r.Verdict}}{{end}}</td><td>{{$r.N}}</td></tr>
 {{end}}{{end}}</table></div>
+{{if .Forests}}<div class="charts">
+{{range .Forests}}{{template "figure" .}}{{end}}</div>{{end}}
 {{end}}
 {{range .References}}
 <h2>Beside the study</h2>
@@ -401,6 +414,10 @@ svg.chart { display: block; width: 100%; max-width: 600px; height: auto; margin:
 {{if .Lower}}<b>Lower is better</b> (↓): {{range $i, $m := .Lower}}{{if $i}}, {{end}}<code>{{$m}}</code>{{end}}.{{end}}</p>
 <div class="charts">
 {{range .Charts}}{{template "figure" .}}{{end}}</div>
+{{if .Rounds}}<h3>{{.Workload}} round by round</h3>
+<p class="desc">Each cell's verdict metric, one mark per sample: left in the order of the rounds (a dotted line at each target's mean), right all of them at once with the mean and its 95 % interval. A drift, a step or a lone outlier shows here before it shows in a mean.</p>
+<div class="charts">
+{{range .Rounds}}{{template "figure" .}}{{end}}</div>{{end}}
 <div class="scroll"><table class="figures">
 <tr>{{range $.Head}}<th>{{.}}</th>{{end}}</tr>
 {{range .Rows}}<tr{{if .First}} class="first"{{end}}>{{range .Cells}}<td>{{.}}</td>{{end}}</tr>

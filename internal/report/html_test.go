@@ -102,7 +102,7 @@ func synthDocument(runID string, targets, paths []string, reps int, seed uint64)
 	}
 	samples = append(samples, record.Sample{RunID: runID, Seq: seq + 1, Round: 1, Target: targets[0], Path: paths[len(paths)-1],
 		Workload: "tcp-stream/1", Error: "iperf3: connection refused"})
-	d.Rows, d.Verdict = analysis.Summarize(samples), analysis.Verdict(samples)
+	d.Rows, d.Verdict, d.Rounds = analysis.Summarize(samples), analysis.Verdict(samples), analysis.Rounds(samples)
 	return d
 }
 
@@ -174,6 +174,9 @@ func TestWriteHTMLStructure(t *testing.T) {
 	for _, n := range synthChartsPerWorkload() {
 		want += n
 	}
+	// Beside the bar charts: a rounds chart per cell, and the verdict's two forest plots
+	// (ratios, and loss on the difference scale).
+	want += len(paths)*len(synthWorkloads()) + 2
 	if len(svgs) != want || strings.Count(page, "<svg") != want {
 		t.Fatalf("got %d <svg> (%d complete), want one per chart: %d", strings.Count(page, "<svg"), len(svgs), want)
 	}
@@ -183,8 +186,8 @@ func TestWriteHTMLStructure(t *testing.T) {
 	for _, w := range synthWorkloads() {
 		sec := page[strings.Index(page, `<section id="w-`+anchor(w)+`"`):]
 		sec = sec[:strings.Index(sec, "</section>")]
-		if got := strings.Count(sec, "<svg"); got != synthChartsPerWorkload()[w] {
-			t.Errorf("%s: %d charts, want %d", w, got, synthChartsPerWorkload()[w])
+		if got := strings.Count(sec, "<svg"); got != synthChartsPerWorkload()[w]+len(paths) {
+			t.Errorf("%s: %d charts, want %d and a rounds chart per path", w, got, synthChartsPerWorkload()[w])
 		}
 	}
 	for _, s := range []string{
@@ -392,8 +395,9 @@ func TestHTMLInBrowser(t *testing.T) {
 	for _, n := range synthChartsPerWorkload() {
 		want += n
 	}
-	if got := strings.Count(dom, "<svg "); got != want {
-		t.Errorf("DOM has %d <svg> elements, want %d", got, want)
+	// And the plots: a rounds chart per cell, the verdict's ratios and loss differences.
+	if got, plots := strings.Count(dom, "<svg "), len(paths)*len(synthWorkloads())+2; got != want+plots {
+		t.Errorf("DOM has %d <svg> elements, want %d bar charts and %d plots", got, want, plots)
 	}
 	if got := strings.Count(dom, "<rect "); got < want*len(paths)*3 {
 		t.Errorf("DOM has %d <rect> elements, want at least a bar per chart, path and target (%d)", got, want*len(paths)*3)

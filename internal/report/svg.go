@@ -328,16 +328,25 @@ func (c barChart) row(w *strings.Builder, r chartRow, y float64, x func(float64)
 
 // axis draws the value axis with its ticks, tick labels and unit below the plot.
 func axis(w *strings.Builder, ticks []float64, x func(float64) float64, y float64, unit string) {
-	first, last := x(ticks[0]), x(ticks[len(ticks)-1])
-	fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", first, y, last, y, mutedColour)
 	step := 0.0
 	if len(ticks) > 1 {
 		step = ticks[1] - ticks[0]
 	}
-	for _, t := range ticks {
+	labels := make([]string, len(ticks))
+	for i, t := range ticks {
+		labels[i] = tickLabel(t, step)
+	}
+	labelledAxis(w, ticks, labels, x, y, unit)
+}
+
+// labelledAxis draws a horizontal axis with its ticks, their labels and the unit below y.
+func labelledAxis(w *strings.Builder, ticks []float64, labels []string, x func(float64) float64, y float64, unit string) {
+	first, last := x(ticks[0]), x(ticks[len(ticks)-1])
+	fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", first, y, last, y, mutedColour)
+	for i, t := range ticks {
 		fmt.Fprintf(w, `<line x1="%.1f" y1="%.1f" x2="%.1f" y2="%.1f" stroke="%s"/>`+"\n", x(t), y, x(t), y+4, mutedColour)
 		fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="%.0f" fill="%s">%s</text>`+"\n",
-			x(t), y+16, chartSmall, mutedColour, svgText(tickLabel(t, step)))
+			x(t), y+16, chartSmall, mutedColour, svgText(labels[i]))
 	}
 	fmt.Fprintf(w, `<text x="%.1f" y="%.1f" text-anchor="middle" font-size="%.0f" fill="%s">%s</text>`+"\n",
 		(first+last)/2, y+33, chartSmall, inkColour, svgText(unit))

@@ -35,6 +35,8 @@ type Document struct {
 	// History is the run's cells over the stored runs up to it, with their change points,
 	// where the caller read the store for it (history.ForRun).
 	History []history.Series `json:"history,omitempty"`
+	// Rounds is each cell's verdict metric sample by sample, which the HTML report plots.
+	Rounds []analysis.CellRounds `json:"rounds,omitempty"`
 }
 
 // NewDocument summarises a run's samples into the document every output renders.
@@ -44,7 +46,7 @@ func NewDocument(run record.Run, targets []record.Target, samples []record.Sampl
 		names[i] = t.Name
 	}
 	d := Document{Run: run, Targets: targets, Rows: analysis.Summarize(samples), Ranking: analysis.Rank(samples), Verdict: analysis.Verdict(samples),
-		Reference: referenceOf(run, samples), Profiles: analysis.Profiles(names, samples)}
+		Reference: referenceOf(run, samples), Profiles: analysis.Profiles(names, samples), Rounds: analysis.Rounds(samples)}
 	m := marginOf(run)
 	for i := range d.Verdict {
 		d.Verdict[i].Margin = m
