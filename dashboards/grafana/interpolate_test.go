@@ -40,9 +40,9 @@ var allValues = selection{all: true}
 
 // scope is what a query is interpolated with.
 type scope struct {
-	vars    map[string]variable   // the dashboard's variables by name
-	sel     map[string]selection  // their current values
-	options map[string][]string   // each query variable's options, what All stands for without a custom all value
+	vars    map[string]variable  // the dashboard's variables by name
+	sel     map[string]selection // their current values
+	options map[string][]string  // each query variable's options, what All stands for without a custom all value
 	tr      timeRange
 }
 
