@@ -158,6 +158,11 @@ func migrations(dl dialect) []migration {
 				`CREATE INDEX run_labels_key ON run_labels (key, value)`,
 			},
 		},
+		{
+			version: 7,
+			name:    "per-cell summaries for SQL users and Grafana",
+			stmts:   []string{cellValuesView, cellSummariesView},
+		},
 	}
 }
 
