@@ -71,7 +71,7 @@ else
 fi
 
 phase "gofmt"
-unformatted=$(gofmt -l cmd internal test)
+unformatted=$(gofmt -l cmd internal test dashboards)
 if [[ -n "$unformatted" ]]; then
 	echo "not gofmt-formatted:" >&2
 	echo "$unformatted" >&2

@@ -24,7 +24,7 @@ import (
 // TestMain runs the tests with a real PostgreSQL server beside the SQLite stores.
 func TestMain(m *testing.M) { os.Exit(pgserver.Main(m, true)) }
 
-// The fixture's runs: six complete runs of branch main a day apart (bridge's throughput
+// The seeded runs: six complete runs of branch main a day apart (bridge's throughput
 // steps down from the fourth), the last of which has two targets and a profiled sample; one of
 // branch dev; one still running.
 const (
@@ -49,7 +49,7 @@ func cell(target string, mean float64) seedstore.Cell {
 		Metrics: map[string][]float64{"throughput_gbps": seedstore.Normal(5, mean, mean/50)}}
 }
 
-// fill stores the fixture's runs through a writable store at loc.
+// fill stores the seeded runs through a writable store at loc.
 func fill(t testing.TB, loc string) {
 	t.Helper()
 	ctx := context.Background()
