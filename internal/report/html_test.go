@@ -6,6 +6,7 @@ import (
 	"encoding/xml"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport"
 	"image"
 	"image/png"
 	"io"
@@ -279,22 +280,6 @@ func TestWriteHTMLNoRuns(t *testing.T) {
 	}
 }
 
-// chromium returns the browser's path. A missing browser fails the test when running as
-// root, as CI does after installing it with scripts/setup.sh, and skips it otherwise.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Geteuid() == 0 {
-		t.Fatal("chromium not found: scripts/setup.sh installs it (apt-get install chromium)")
-	}
-	t.Skip("chromium not found (not root: skipping; CI runs this test as root with chromium installed)")
-	return ""
-}
-
 // runChromium runs headless chromium on a file with the flags that keep it off the network.
 func runChromium(t *testing.T, bin string, args ...string) []byte {
 	t.Helper()
@@ -347,7 +332,7 @@ func barRuns(img image.Image, colour string, minLen int, tol int) (runs, pixels 
 // screenshot that the bars of every path were painted, and from the DOM that the charts
 // are SVG elements, not text.
 func TestHTMLInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := testsupport.Chromium(t)
 	dir := t.TempDir()
 	paths := []string{suite.HostNetwork, suite.SameNode, suite.CrossNode, suite.PodToService, suite.Localhost}
 	d := synthDocument("20260314-092653-ab12", []string{"kind-flannel", "kind-cilium", "kind-bridge"}, paths, 5, 8)

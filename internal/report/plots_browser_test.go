@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport"
 	"html"
 	"image"
 	"image/draw"
@@ -58,7 +59,7 @@ type pageLayout struct {
 // screenshot that they were painted: the forest's points and the rounds' marks in their
 // colours.
 func TestPlotsInBrowser(t *testing.T) {
-	bin := chromium(t)
+	bin := testsupport.Chromium(t)
 	dir := t.TempDir()
 	page := writeHTML(t, aaDocument(t))
 	// The report forbids scripts; this copy of it lets one measure it.

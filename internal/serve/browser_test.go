@@ -3,11 +3,11 @@ package serve_test
 import (
 	"context"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -137,22 +137,6 @@ func importBundle(ctx context.Context, db *store.DB, b export.Bundle) error {
 	return db.FinishRun(ctx, r.ID, status, finished, r.Note)
 }
 
-// chromium returns the path of Debian's chromium; it fails as root (CI runs as root, with
-// scripts/setup.sh's packages installed) and skips otherwise.
-func chromium(t *testing.T) string {
-	t.Helper()
-	for _, name := range []string{"chromium", "chromium-browser"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Geteuid() == 0 {
-		t.Fatal("chromium not found: scripts/setup.sh installs it (apt-get install chromium)")
-	}
-	t.Skip("chromium not found (not root: skipping; CI runs this test as root with chromium installed)")
-	return ""
-}
-
 // widths are the window widths every page is checked at: a laptop and a narrow window (a
 // half screen, a tablet).
 var widths = []int64{1400, 800}
@@ -176,7 +160,7 @@ type tab struct {
 // any other host.
 func newTab(t *testing.T, base string) *tab {
 	t.Helper()
-	bin := chromium(t)
+	bin := testsupport.Chromium(t)
 	u, err := url.Parse(base)
 	if err != nil {
 		t.Fatal(err)
