@@ -4,22 +4,18 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"math/rand/v2"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/compare"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/history"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 )
-
-// aaSamples is the real A/A run of the default suite the gate's calibration tests use.
-const aaSamples = "../../internal/compare/testdata/aa-default-suite.json"
 
 // nightlyFromAA stores, in a real SQLite store, runs as a CI's nightly job on main would leave
 // them, each drawn from the A/A run's real samples: 3 rounds (the default suite's) of one of
@@ -27,15 +23,7 @@ const aaSamples = "../../internal/compare/testdata/aa-default-suite.json"
 // throughput is scaled by factor: the regression a CNI upgrade would bring.
 func nightlyFromAA(t *testing.T, runs, regressAt int, factor float64) string {
 	t.Helper()
-	f, err := os.Open(aaSamples)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	aa, err := export.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	aa := aarun.Load(t)
 	byRound := map[[2]any][]record.Sample{} // (target, round) -> measured samples
 	maxRound := 0
 	for _, s := range aa.Samples {

@@ -59,7 +59,7 @@ func expectations() map[string]expectation {
 
 // variableChecks are the query variables' expected options, by dashboard uid and name.
 func variableChecks() map[string]variableCheck {
-	keys := func(ctx context.Context, f *fixture, _ resolved, got []string) error {
+	keys := func(ctx context.Context, f *testStore, _ resolved, got []string) error {
 		runs, err := f.db.Runs(ctx)
 		if err != nil {
 			return err
@@ -72,7 +72,7 @@ func variableChecks() map[string]variableCheck {
 		}
 		return sameList(got, sortedSet(want))
 	}
-	values := func(ctx context.Context, f *fixture, sc resolved, got []string) error {
+	values := func(ctx context.Context, f *testStore, sc resolved, got []string) error {
 		runs, err := f.db.Runs(ctx)
 		if err != nil {
 			return err
@@ -90,7 +90,7 @@ func variableChecks() map[string]variableCheck {
 		"cnibench-runs/label_value":    values,
 		"cnibench-history/label_key":   keys,
 		"cnibench-history/label_value": values,
-		"cnibench-run/run": func(ctx context.Context, f *fixture, _ resolved, got []string) error {
+		"cnibench-run/run": func(ctx context.Context, f *testStore, _ resolved, got []string) error {
 			runs, err := f.db.Runs(ctx)
 			if err != nil {
 				return err
@@ -101,10 +101,10 @@ func variableChecks() map[string]variableCheck {
 			}
 			return sameList(got, want)
 		},
-		"cnibench-run/target": func(ctx context.Context, f *fixture, sc resolved, got []string) error {
+		"cnibench-run/target": func(ctx context.Context, f *testStore, sc resolved, got []string) error {
 			return sameList(got, targetsOf(ctx, f, sc.sel["run"].values[0]))
 		},
-		"cnibench-history/target": func(ctx context.Context, f *fixture, _ resolved, got []string) error {
+		"cnibench-history/target": func(ctx context.Context, f *testStore, _ resolved, got []string) error {
 			runs, err := f.db.Runs(ctx)
 			if err != nil {
 				return err
@@ -120,7 +120,7 @@ func variableChecks() map[string]variableCheck {
 }
 
 // checkMetricOptions: the headline metrics that some stored sample has.
-func checkMetricOptions(ctx context.Context, f *fixture, sc resolved, got []string) error {
+func checkMetricOptions(ctx context.Context, f *testStore, sc resolved, got []string) error {
 	headline := strings.Split(sc.sel["headline"].values[0], ",")
 	runs, err := f.db.Runs(ctx)
 	if err != nil {
@@ -150,7 +150,7 @@ func checkMetricOptions(ctx context.Context, f *fixture, sc resolved, got []stri
 
 // selectedRuns are the runs that the label pickers and the time range select, newest first,
 // as `results list -l key=value` lists them (one selector per chosen value).
-func selectedRuns(ctx context.Context, f *fixture, sc resolved) ([]export.RunInfo, error) {
+func selectedRuns(ctx context.Context, f *testStore, sc resolved) ([]export.RunInfo, error) {
 	all, err := export.List(ctx, f.db, label.Selector{})
 	if err != nil {
 		return nil, err
@@ -182,7 +182,7 @@ func selectedRuns(ctx context.Context, f *fixture, sc resolved) ([]export.RunInf
 func in(tr timeRange, t time.Time) bool { return !t.Before(tr.from) && !t.After(tr.to) }
 
 // checkRuns: the runs `results list` lists, in its order, with its counts.
-func checkRuns(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkRuns(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	want, err := selectedRuns(ctx, f, sc)
 	if err != nil {
 		return err
@@ -217,7 +217,7 @@ func checkRuns(ctx context.Context, f *fixture, sc resolved, rows []row) error {
 }
 
 // checkLabels: each label of the runs in the time range, how many carry it, the last start.
-func checkLabels(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkLabels(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	runs, err := f.db.Runs(ctx)
 	if err != nil {
 		return err
@@ -250,7 +250,7 @@ func checkLabels(ctx context.Context, f *fixture, sc resolved, rows []row) error
 }
 
 // checkRun: the one run picked.
-func checkRun(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkRun(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	id := sc.sel["run"].values[0]
 	r, err := f.db.Run(ctx, id)
 	if err != nil {
@@ -269,7 +269,7 @@ func checkRun(ctx context.Context, f *fixture, sc resolved, rows []row) error {
 }
 
 // checkSamples: per chosen target, the run's measured, failed, flagged and warm-up samples.
-func checkSamples(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkSamples(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	b, err := export.Load(ctx, f.db, sc.sel["run"].values[0])
 	if err != nil {
 		return err
@@ -312,7 +312,7 @@ func checkSamples(ctx context.Context, f *fixture, sc resolved, rows []row) erro
 
 // checkHeadline: every headline row of the run's summary (analysis.Summarize, as `results
 // show` prints it) for the chosen targets, with cnibench's n, mean and clipped interval.
-func checkHeadline(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkHeadline(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	b, err := export.Load(ctx, f.db, sc.sel["run"].values[0])
 	if err != nil {
 		return err
@@ -353,7 +353,7 @@ type point struct {
 
 // checkHistory: the repeated panel's metric, each series of `cnibench history` (history.Build)
 // over the selected runs, a point per run in the time range.
-func checkHistory(ctx context.Context, f *fixture, sc resolved, rows []row) error {
+func checkHistory(ctx context.Context, f *testStore, sc resolved, rows []row) error {
 	metric := sc.sel["metric"].values[0]
 	runs, err := selectedRuns(ctx, f, sc)
 	if err != nil {
@@ -408,7 +408,7 @@ func checkHistory(ctx context.Context, f *fixture, sc resolved, rows []row) erro
 	return nil
 }
 
-func targetsOf(ctx context.Context, f *fixture, run string) []string {
+func targetsOf(ctx context.Context, f *testStore, run string) []string {
 	ts, err := f.db.Targets(ctx, run)
 	if err != nil {
 		return nil

@@ -21,7 +21,7 @@ type scenario struct {
 // scenario with every variable resolved (a repeated panel's own value included) and the rows.
 type expectation struct {
 	scenarios []scenario
-	check     func(ctx context.Context, f *fixture, sc resolved, rows []row) error
+	check     func(ctx context.Context, f *testStore, sc resolved, rows []row) error
 }
 
 // resolved is a scenario with each variable's value and options as Grafana would have them.
@@ -39,11 +39,11 @@ func (r resolved) values(name string) []string {
 }
 
 // variableCheck says what a query variable's options must be in a scenario.
-type variableCheck func(ctx context.Context, f *fixture, sc resolved, options []string) error
+type variableCheck func(ctx context.Context, f *testStore, sc resolved, options []string) error
 
 // resolve runs the dashboard's variable queries in order, as Grafana does on load, and checks
 // each one's options against its expectation.
-func resolve(ctx context.Context, f *fixture, d dashboard, sc scenario, vchecks map[string]variableCheck) (resolved, error) {
+func resolve(ctx context.Context, f *testStore, d dashboard, sc scenario, vchecks map[string]variableCheck) (resolved, error) {
 	r := resolved{name: sc.name, scope: scope{vars: map[string]variable{}, sel: map[string]selection{},
 		options: map[string][]string{}, tr: sc.tr}}
 	for _, v := range d.Templating.List {
@@ -92,7 +92,7 @@ func resolve(ctx context.Context, f *fixture, d dashboard, sc scenario, vchecks 
 
 // checkPanel runs a panel's queries in a scenario, once per value of its repeat variable if
 // it repeats, and checks what they return.
-func checkPanel(ctx context.Context, f *fixture, d dashboard, p panel, sc scenario, exp expectation, vchecks map[string]variableCheck) error {
+func checkPanel(ctx context.Context, f *testStore, d dashboard, p panel, sc scenario, exp expectation, vchecks map[string]variableCheck) error {
 	r, err := resolve(ctx, f, d, sc, vchecks)
 	if err != nil {
 		return err

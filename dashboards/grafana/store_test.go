@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"math"
 	"os"
 	"strconv"
@@ -19,19 +20,15 @@ import (
 	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
-// aaRun is a real A/A run of the default suite (internal/compare's calibration data): two
-// targets, 20 cells, 7 rounds, and the setup figures (one sample each).
-const aaRun = "../../internal/compare/testdata/aa-default-suite.json"
-
-// fixture is a PostgreSQL results store holding the real run and synthetic ones, opened both
+// testStore is a PostgreSQL results store holding the real run and synthetic ones, opened both
 // as cnibench opens it (db) and as Grafana's data source does (conn).
-type fixture struct {
+type testStore struct {
 	db   *store.DB
 	conn *sql.DB
 	aa   string // the real run's id
 }
 
-// wide is a time range holding every run of the fixture.
+// wide is a time range holding every run of the test store.
 var wide = timeRange{time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2027, 1, 1, 0, 0, 0, 0, time.UTC)}
 
 // june is a time range holding the synthetic runs of 5 to 11 June only.
@@ -68,7 +65,7 @@ func seeded() []seedstore.Run {
 }
 
 // newFixture fills a fresh database of the test server.
-func newFixture(t *testing.T) *fixture {
+func newFixture(t *testing.T) *testStore {
 	t.Helper()
 	ctx := context.Background()
 	url := pgserver.NewDatabase(t)
@@ -82,13 +79,13 @@ func newFixture(t *testing.T) *fixture {
 			t.Fatal(err)
 		}
 	}
-	aa := storeBundle(t, db, aaRun)
+	aa := storeBundle(t, db, aarun.Path())
 	conn, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
-	return &fixture{db: db, conn: conn, aa: aa}
+	return &testStore{db: db, conn: conn, aa: aa}
 }
 
 // storeBundle stores an exported run as it is and returns its id.
@@ -126,7 +123,7 @@ func storeBundle(t *testing.T, db *store.DB, path string) string {
 type row map[string]any
 
 // query runs interpolated SQL as Grafana's data source would and reads every row.
-func (f *fixture) query(ctx context.Context, q string) ([]row, []string, error) {
+func (f *testStore) query(ctx context.Context, q string) ([]row, []string, error) {
 	rows, err := f.conn.QueryContext(ctx, q)
 	if err != nil {
 		return nil, nil, err

@@ -1,9 +1,9 @@
 package history
 
 import (
+	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"math"
 	"math/rand/v2"
-	"os"
 	"sort"
 	"strings"
 	"testing"
@@ -11,13 +11,9 @@ import (
 	"github.com/cnibench/cnibench/internal/analysis"
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/changepoint"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/stats"
 )
-
-// aaRun is the real A/A run of the default suite (internal/compare's calibration data).
-const aaRun = "../compare/testdata/aa-default-suite.json"
 
 // cellRounds is one cell's verdict metric, round by round, over both twins of the A/A run: the
 // values a 3-round run of that cell draws from.
@@ -28,15 +24,7 @@ type cellRounds struct {
 
 func aaCells(t *testing.T) []cellRounds {
 	t.Helper()
-	f, err := os.Open(aaRun)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := export.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := aarun.Load(t)
 	byCell := map[string]map[string][]float64{}
 	for _, s := range b.Samples {
 		if s.Warmup || s.Round == 0 || s.Error != "" || s.Path == record.SetupPath {

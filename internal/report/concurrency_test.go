@@ -17,10 +17,10 @@ import (
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// concurrencyLevels are the pair counts of the concurrency fixture.
+// concurrencyLevels are the pair counts of the concurrency test data.
 func concurrencyLevels() []int { return []int{1, 10, 40} }
 
-// concurrencyWorkloads are the workloads of the concurrency fixture: a stream and a
+// concurrencyWorkloads are the workloads of the concurrency test data: a stream and a
 // request/response one, whose rate metrics differ.
 func concurrencyWorkloads() []string { return []string{"tcp-stream/1", "tcp-rr/64B"} }
 

@@ -2,35 +2,21 @@ package report
 
 import (
 	"fmt"
+	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"math"
-	"os"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/analysis"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/suite"
 )
-
-// aaDefaultSuite is a real run of the default suite (20 cells, two identical targets, 7
-// rounds), exported with `cnibench results export RUN -o json`; internal/compare's tests
-// describe it.
-const aaDefaultSuite = "../compare/testdata/aa-default-suite.json"
 
 // aaDocument is the real run's document, as `cnibench report` builds it.
 func aaDocument(t *testing.T) Document {
 	t.Helper()
-	f, err := os.Open(aaDefaultSuite)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := export.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	b := aarun.Load(t)
 	return NewDocument(b.Run, b.Targets, b.Samples)
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"github.com/cnibench/cnibench/internal/testsupport"
+	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -27,10 +28,6 @@ import (
 	"github.com/cnibench/cnibench/internal/testsupport/seedstore"
 )
 
-// aaRun is the real A/A run of the default suite (internal/compare's calibration data): two
-// targets, twin-a and twin-b, 20 cells and the setup figures, 7 rounds, labelled purpose=aa.
-const aaRun = "../compare/testdata/aa-default-suite.json"
-
 // envScreenshots names a directory the browser test writes a PNG of each page into.
 const envScreenshots = "CNIBENCH_SCREENSHOTS"
 
@@ -46,15 +43,7 @@ type browserRuns struct {
 func storeRuns(t testing.TB, db *store.DB) browserRuns {
 	t.Helper()
 	ctx := context.Background()
-	f, err := os.Open(aaRun)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	aa, err := export.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
+	aa := aarun.Load(t)
 	if err := importBundle(ctx, db, aa); err != nil {
 		t.Fatal(err)
 	}

@@ -19,9 +19,9 @@ type storeDump struct {
 	Samples  map[string][]record.Sample
 }
 
-// fixture writes the same varied contents to a store: odd values, ordering traps and text
+// fillVaried writes the same varied contents to a store: odd values, ordering traps and text
 // each backend holds differently.
-func fixture(t *testing.T, d *DB) {
+func fillVaried(t *testing.T, d *DB) {
 	t.Helper()
 	ctx := context.Background()
 	runs := []record.Run{
@@ -99,7 +99,7 @@ func TestBackendsAgree(t *testing.T) {
 	dumps := map[string]storeDump{}
 	for _, b := range backends() {
 		d := openTest(t, b)
-		fixture(t, d)
+		fillVaried(t, d)
 		dumps[b.name] = dump(t, d)
 	}
 	sqlite, postgres := dumps["sqlite"], dumps["postgres"]
@@ -114,7 +114,7 @@ func TestBackendsAgree(t *testing.T) {
 		}
 	}
 	if len(sqlite.Runs) != 4 || len(sqlite.Samples["20261121-120000-aaaa"]) != 3 {
-		t.Errorf("the fixture did not go in whole: %d runs", len(sqlite.Runs))
+		t.Errorf("the varied contents did not go in whole: %d runs", len(sqlite.Runs))
 	}
 	t.Logf("runs: %v", sqlite.Runs)
 	t.Logf("prefixes: %q", sqlite.ByPrefix)
