@@ -77,7 +77,9 @@ func (o serveOptions) run(ctx context.Context, log io.Writer) error {
 	if so.TLS, err = external.TLSConfig(o.tlsCert, o.tlsKey); err != nil {
 		return err
 	}
-	db, err := store.OpenReadOnly(ctx, o.location)
+	// A store that does not exist yet (serve started before the first run) shows no runs
+	// until the first run creates it.
+	db, err := store.OpenLater(ctx, o.location)
 	if err != nil {
 		return &setting.Error{Name: "store", Err: err}
 	}
