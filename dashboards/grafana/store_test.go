@@ -6,14 +6,12 @@ import (
 	"fmt"
 	"github.com/cnibench/cnibench/internal/testsupport/aarun"
 	"math"
-	"os"
 	"strconv"
 	"testing"
 	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // the "pgx" database/sql driver, as Grafana's data source speaks to PostgreSQL
 
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/testsupport/pgserver"
@@ -79,44 +77,13 @@ func newFixture(t *testing.T) *testStore {
 			t.Fatal(err)
 		}
 	}
-	aa := storeBundle(t, db, aarun.Path())
+	aa := aarun.Store(t, db).Run.ID
 	conn, err := sql.Open("pgx", url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { conn.Close() })
 	return &testStore{db: db, conn: conn, aa: aa}
-}
-
-// storeBundle stores an exported run as it is and returns its id.
-func storeBundle(t *testing.T, db *store.DB, path string) string {
-	t.Helper()
-	ctx := context.Background()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	b, err := export.ReadJSON(f)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := db.CreateRun(ctx, b.Run); err != nil {
-		t.Fatal(err)
-	}
-	for _, tg := range b.Targets {
-		tg.RunID = b.Run.ID
-		if err := db.AddTarget(ctx, tg); err != nil {
-			t.Fatal(err)
-		}
-	}
-	for _, s := range b.Samples {
-		s.RunID = b.Run.ID
-		if err := db.AddSample(ctx, s); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return b.Run.ID
 }
 
 // row is one row of a query's result by column name: string, int64, float64, time.Time or nil.

@@ -21,7 +21,6 @@ import (
 	"github.com/chromedp/chromedp"
 
 	"github.com/cnibench/cnibench/internal/catalog"
-	"github.com/cnibench/cnibench/internal/export"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/serve"
 	"github.com/cnibench/cnibench/internal/store"
@@ -38,15 +37,12 @@ type browserRuns struct {
 	feature string   // the run labelled branch=feature
 }
 
-// storeRuns stores the real A/A run, as `results import` would, and four synthetic runs of
+// storeRuns stores the real A/A run, as a run writes it, and four synthetic runs of
 // two targets with labels: three on branch main, one on a feature branch.
 func storeRuns(t testing.TB, db *store.DB) browserRuns {
 	t.Helper()
 	ctx := context.Background()
-	aa := aarun.Load(t)
-	if err := importBundle(ctx, db, aa); err != nil {
-		t.Fatal(err)
-	}
+	aa := aarun.Store(t, db)
 	fx := browserRuns{aa: aa.Run.ID}
 	start := time.Date(2026, 11, 20, 2, 0, 0, 0, time.UTC)
 	for i, branch := range []string{"main", "main", "feature", "main"} {
@@ -100,30 +96,6 @@ func seedCells(slow float64, i int) []seedstore.Cell {
 		}
 	}
 	return cells
-}
-
-// importBundle stores an exported run as it was: the run, its targets, every sample, then
-// its end.
-func importBundle(ctx context.Context, db *store.DB, b export.Bundle) error {
-	r := b.Run
-	finished, status := r.Finished, r.Status
-	r.Finished, r.Status = time.Time{}, record.StatusRunning
-	if err := db.CreateRun(ctx, r); err != nil {
-		return fmt.Errorf("import run %s: %w", r.ID, err)
-	}
-	for _, tg := range b.Targets {
-		tg.RunID = r.ID
-		if err := db.AddTarget(ctx, tg); err != nil {
-			return fmt.Errorf("import run %s: %w", r.ID, err)
-		}
-	}
-	for _, s := range b.Samples {
-		s.RunID = r.ID
-		if err := db.AddSample(ctx, s); err != nil {
-			return fmt.Errorf("import run %s: %w", r.ID, err)
-		}
-	}
-	return db.FinishRun(ctx, r.ID, status, finished, r.Note)
 }
 
 // widths are the window widths every page is checked at: a laptop and a narrow window (a

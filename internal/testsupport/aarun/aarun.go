@@ -5,12 +5,16 @@
 package aarun
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"runtime"
 	"testing"
+	"time"
 
 	"github.com/cnibench/cnibench/internal/export"
+	"github.com/cnibench/cnibench/internal/record"
+	"github.com/cnibench/cnibench/internal/store"
 )
 
 // Path is the export's file, wherever the calling test's package is.
@@ -30,6 +34,35 @@ func Load(t testing.TB) export.Bundle {
 	b, err := export.ReadJSON(f)
 	if err != nil {
 		t.Fatalf("read %s: %v", Path(), err)
+	}
+	return b
+}
+
+// Store stores the run in db as a run writes one (created running, its targets and samples
+// added, then finished as it was) and returns it.
+func Store(t testing.TB, db *store.DB) export.Bundle {
+	t.Helper()
+	ctx := context.Background()
+	b := Load(t)
+	r := b.Run
+	r.Finished, r.Status = time.Time{}, record.StatusRunning
+	if err := db.CreateRun(ctx, r); err != nil {
+		t.Fatalf("store run %s: %v", r.ID, err)
+	}
+	for _, tg := range b.Targets {
+		tg.RunID = r.ID
+		if err := db.AddTarget(ctx, tg); err != nil {
+			t.Fatalf("store run %s: %v", r.ID, err)
+		}
+	}
+	for _, s := range b.Samples {
+		s.RunID = r.ID
+		if err := db.AddSample(ctx, s); err != nil {
+			t.Fatalf("store run %s: %v", r.ID, err)
+		}
+	}
+	if err := db.FinishRun(ctx, r.ID, b.Run.Status, b.Run.Finished, b.Run.Note); err != nil {
+		t.Fatalf("store run %s: %v", r.ID, err)
 	}
 	return b
 }
