@@ -17,6 +17,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,7 +152,7 @@ func (w Workload) validateShape() error {
 			return err
 		}
 		if !e.Supports(t) {
-			return fmt.Errorf("tool: %s does not measure %s", w.Tool, t.ID())
+			return unsupportedTool(e, t)
 		}
 		return nil
 	}
@@ -318,9 +319,49 @@ const (
 )
 
 // Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench,
-// stream, k6.
+// stream, k6, netperf.
 func Engines() []Engine {
-	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, stream{}, k6{}}
+	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, stream{}, k6{}, netperf{}}
+}
+
+// UnsupportedToolError is a workload whose tool cannot measure it: a suite names the
+// workload's tool setting with it.
+type UnsupportedToolError struct {
+	Tool, Workload string
+	// Why is the tool's own reason, where it has one; Measures what it can measure.
+	Why, Measures string
+}
+
+// Error implements error.
+func (e *UnsupportedToolError) Error() string {
+	why := ""
+	if e.Why != "" {
+		why = " (" + e.Why + ")"
+	}
+	return fmt.Sprintf("tool: %s does not measure %s%s; it measures %s", e.Tool, e.Workload, why, e.Measures)
+}
+
+// refuser is an engine that measures only some workloads of its kinds, and says why not.
+type refuser interface {
+	whyNot(w Workload) string
+	measures() string
+}
+
+// unsupportedTool is the error of e asked to measure the valid workload w (Tool empty).
+func unsupportedTool(e Engine, w Workload) error {
+	err := &UnsupportedToolError{Tool: e.Name(), Workload: w.ID()}
+	if r, ok := e.(refuser); ok {
+		err.Why, err.Measures = r.whyNot(w), r.measures()
+		return err
+	}
+	var kinds []string
+	for _, k := range kindTable() {
+		if slices.Contains(k.Engines, e.Name()) {
+			kinds = append(kinds, k.Name)
+		}
+	}
+	err.Measures = strings.Join(kinds, ", ")
+	return err
 }
 
 // ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
