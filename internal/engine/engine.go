@@ -405,6 +405,14 @@ func For(w Workload) (Engine, error) {
 	return nil, fmt.Errorf("workload %s: no engine supports it", w.ID())
 }
 
+// DataPorter is implemented by engines whose server takes its data connections on a port of
+// their own beside its control port (netperf's netserver): the port after it, which a Service
+// and a NetworkPolicy must open too.
+type DataPorter interface {
+	// DataPort is the data port of a server whose control port is port: port+1.
+	DataPort(port int) int
+}
+
 // RTTLogger is implemented by engines whose client can log every round trip to a file, which
 // `cnibench agent run --rtt-log` turns into a histogram: N pairs' latencies then merge into
 // percentiles of all of their transactions.

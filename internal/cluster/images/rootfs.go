@@ -25,12 +25,12 @@ type rootfsSpec struct {
 	Packages   []string `json:"packages"`
 	DpkgOpts   []string `json:"dpkgOpts"`
 	HookDirs   []string `json:"hookDirs"`
-	// Mirrors are the chroot's apt sources, one-line style; none: mmdebstrap's defaults.
-	Mirrors []string `json:"mirrors,omitempty"`
-	// SetupHooks run before any package is fetched (apt's pins of the non-free entry).
-	SetupHooks []string `json:"setupHooks,omitempty"`
 	Mmdebstrap string   `json:"mmdebstrap"` // output of mmdebstrap --version
 	Arch       string   `json:"arch"`
+	// Mirrors are the chroot's apt sources, one-line style.
+	Mirrors []string `json:"mirrors"`
+	// SetupHooks run before any package is fetched (apt's pins of the non-free entry).
+	SetupHooks []string `json:"setupHooks"`
 }
 
 // ToolsPackages are the Debian packages of the tools image (images/tools/Dockerfile installs the
