@@ -150,7 +150,7 @@ func TestFor(t *testing.T) {
 	}
 	// netperf says why it cannot, and what it can.
 	udp := Workload{Kind: UDPStream, MessageSize: 1300, Rate: "500M", Duration: d, Tool: NameNetperf}
-	if err := udp.Validate(); err == nil || !strings.Contains(err.Error(), "tool: netperf does not measure udp-stream/1300B@500M (Debian's netperf 2.7.0 is built without rate control") ||
+	if err := udp.Validate(); err == nil || !strings.Contains(err.Error(), "tool: netperf does not measure udp-stream/1300B@500M (Debian's netperf 2.7.0 is built without --enable-intervals") ||
 		!strings.HasSuffix(err.Error(), "; it measures tcp-stream with 1 stream, tcp-rr and tcp-crr") {
 		t.Errorf("udp-stream with netperf: %v", err)
 	}

@@ -58,7 +58,7 @@ func (n netperf) whyNot(w Workload) string {
 	case TCPRR, TCPCRR:
 		return ""
 	case UDPStream:
-		return "Debian's netperf 2.7.0 is built without rate control (--enable-intervals) and cannot offer udp-stream's fixed rate; use iperf3"
+		return "Debian's netperf 2.7.0 is built without --enable-intervals, so it cannot pace datagrams at udp-stream's offered rate; use iperf3"
 	}
 	return "netperf measures " + n.measures()
 }
