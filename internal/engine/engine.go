@@ -2,9 +2,10 @@
 // client argv to run inside the tools image, how to parse the client's stdout into
 // metrics, and which workloads the tool supports.
 //
-// Seven engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
+// Eight engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
 // in-house cnibench agent (tcp-crr, and tcp-rr where sockperf cannot run or to cross-check
-// it), stress-ng (cpu), sysbench (memory), STREAM (stream) and k6 (gateway-split). Kinds
+// it), stress-ng (cpu), sysbench (memory), STREAM (stream), k6 (gateway-split) and netperf
+// (tcp-stream with one stream, tcp-rr, tcp-crr; only where a workload names it). Kinds
 // lists the workload kinds and what is known of each. For picks the engine for a
 // workload; every engine's Parse returns metrics named as listed by MetricsFor, whose
 // metadata lives in internal/catalog.
@@ -252,7 +253,7 @@ type Metrics map[string]float64
 
 // Engine knows how to run and read one measurement tool.
 type Engine interface {
-	// Name is the tool name: "iperf3", "sockperf" or "cnibench".
+	// Name is the tool name: "iperf3", "sockperf", "cnibench", "netperf"...
 	Name() string
 	// Supports reports whether the engine can run the (valid) workload.
 	Supports(w Workload) bool
