@@ -26,6 +26,11 @@ PACKAGES=(
 	postgresql chromium python3-prometheus-client
 	linux-perf
 )
+# Packages of Debian's non-free component (netperf, the tool of two reference
+# studies): fetched through a sources list of cnibench's own under the cache,
+# never added to the host's sources, and installed from the fetched file.
+NONFREE_PACKAGES=(netperf)
+NONFREE_DIR="$CACHE/apt-non-free"
 # apt lists older than this are refreshed before installing anything.
 APT_MAX_AGE_SECONDS=86400
 
@@ -68,7 +73,7 @@ version_at_least() {
 # missing_packages prints the packages from PACKAGES that are not installed.
 missing_packages() {
 	local p
-	for p in "${PACKAGES[@]}"; do
+	for p in "${PACKAGES[@]}" "${NONFREE_PACKAGES[@]}"; do
 		if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q '^install ok installed$'; then
 			printf '%s\n' "$p"
 		fi
@@ -86,6 +91,16 @@ no_candidate() {
 		fi
 	done
 	return 1
+}
+
+# main_only prints those of its arguments that are not NONFREE_PACKAGES (the
+# host's sources never offer those), or "iperf3" when none is left.
+main_only() {
+	local p out=()
+	for p in "$@"; do
+		[[ " ${NONFREE_PACKAGES[*]} " == *" $p "* ]] || out+=("$p")
+	done
+	printf '%s\n' "${out[@]:-iperf3}"
 }
 
 # apt_lists_stale succeeds when apt has no package lists or they are older
@@ -108,7 +123,7 @@ remove_policy_rc() {
 }
 
 install_packages() {
-	local missing
+	local missing main
 	mapfile -t missing < <(missing_packages)
 	if ((${#missing[@]} == 0)); then
 		log "step 1/3: Debian packages already installed"
@@ -118,7 +133,7 @@ install_packages() {
 	if apt_lists_stale; then
 		log "  apt package lists missing or older than a day: apt-get update"
 		apt-get update
-	elif no_candidate "${missing[@]}"; then
+	elif mapfile -t main < <(main_only "${missing[@]}") && no_candidate "${main[@]}"; then
 		log "  apt package lists lack some of them: apt-get update"
 		apt-get update
 	fi
@@ -134,9 +149,45 @@ install_packages() {
 		trap 'remove_policy_rc; exit 130' INT TERM
 	fi
 	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${PACKAGES[@]}"
+	install_nonfree
 	remove_policy_rc
 	trap - EXIT INT TERM
 	stop_host_etcd
+	stop_host_netserver
+}
+
+# nonfree_apt runs apt-get with the non-free sources list alone, its lists
+# under NONFREE_DIR: the host's sources and lists stay as they are.
+nonfree_apt() {
+	apt-get -q -o Dir::Etc::sourcelist="$NONFREE_DIR/sources.list" -o Dir::Etc::sourceparts=- \
+		-o Dir::State::Lists="$NONFREE_DIR/lists" -o APT::Get::List-Cleanup=0 "$@"
+}
+
+# install_nonfree fetches NONFREE_PACKAGES from bookworm's non-free component
+# and installs them (their dependencies come from the host's own sources).
+install_nonfree() {
+	local codename
+	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-bookworm}")
+	mkdir -p "$NONFREE_DIR/lists/partial" "$NONFREE_DIR/debs"
+	printf 'deb [signed-by=/usr/share/keyrings/debian-archive-keyring.gpg] http://deb.debian.org/debian %s non-free\n' \
+		"$codename" >"$NONFREE_DIR/sources.list"
+	log "  fetching ${NONFREE_PACKAGES[*]} from Debian's non-free component"
+	nonfree_apt update
+	rm -f "$NONFREE_DIR"/debs/*.deb
+	# As root: apt's _apt user may not write the cache directory.
+	(cd "$NONFREE_DIR/debs" && nonfree_apt -o APT::Sandbox::User=root download "${NONFREE_PACKAGES[@]}")
+	DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "$NONFREE_DIR"/debs/*.deb
+}
+
+# stop_host_netserver keeps netperf's packaged netserver (an init script that
+# listens on port 12865 at boot) from running on the host: benchmarks start
+# their own servers.
+stop_host_netserver() {
+	[[ -x /etc/init.d/netperf ]] || return 0
+	if command -v update-rc.d >/dev/null 2>&1; then
+		update-rc.d netperf disable >/dev/null 2>&1 || true
+	fi
+	/etc/init.d/netperf stop >/dev/null 2>&1 || true
 }
 
 # stop_host_etcd stops an etcd the package started anyway (for instance when

@@ -145,7 +145,7 @@ func (r *runOptions) bindRounds(f *pflag.FlagSet) {
 	f.StringVar(&r.precision, "precision", "", "keep adding interleaved rounds after --repetitions while a workload's headline figure has a 95 % CI wider than this, e.g. 5% (up to --budget); off: exactly --repetitions rounds (default suite: 5%)")
 	f.StringVar(&r.margin, "margin", "", "with --precision: a comparison also needs rounds until it is different (p < 0.001) or its ratio's 95 % CI lies within this margin, e.g. 2% (default 2%)")
 	f.DurationVar(&o.Overrides.Budget, "budget", 0, "with --precision: the run's time budget, setup included (default 10m)")
-	f.BoolVar(&o.Overrides.Faithful, "faithful", false, "measure with the sample durations of the study the suite reproduces (its reference.durations: 30 s, 75 s, 120 s...) instead of the suite's quicker ones")
+	f.BoolVar(&o.Overrides.Faithful, "faithful", false, "measure with the sample durations and tools of the study the suite reproduces (its reference.durations: 30 s, 75 s, 120 s...; reference.tools: netperf) instead of the suite's quicker ones and own tools")
 	f.BoolVar(&o.Overrides.Profile, "profile", false, "record where the host's CPU time goes during each sample of a local cluster (perf; folded stacks stored with the sample, top functions and flame graphs in the reports)")
 	f.StringVar(&o.Overrides.Pods, "pods", "", "how long the pods live: run (each target's pods for its largest pairs level, deployed once) or round (a pairs level's pods only for its samples, every round; pod startup and memory then per round) (default run)")
 }

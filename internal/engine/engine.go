@@ -2,9 +2,10 @@
 // client argv to run inside the tools image, how to parse the client's stdout into
 // metrics, and which workloads the tool supports.
 //
-// Seven engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
+// Eight engines exist (Engines): iperf3 (tcp-stream, udp-stream), sockperf (tcp-rr), the
 // in-house cnibench agent (tcp-crr, and tcp-rr where sockperf cannot run or to cross-check
-// it), stress-ng (cpu), sysbench (memory), STREAM (stream) and k6 (gateway-split). Kinds
+// it), stress-ng (cpu), sysbench (memory), STREAM (stream), k6 (gateway-split) and netperf
+// (tcp-stream with one stream, tcp-rr, tcp-crr; only where a workload names it). Kinds
 // lists the workload kinds and what is known of each. For picks the engine for a
 // workload; every engine's Parse returns metrics named as listed by MetricsFor, whose
 // metadata lives in internal/catalog.
@@ -17,6 +18,7 @@ package engine
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -151,7 +153,7 @@ func (w Workload) validateShape() error {
 			return err
 		}
 		if !e.Supports(t) {
-			return fmt.Errorf("tool: %s does not measure %s", w.Tool, t.ID())
+			return unsupportedTool(e, t)
 		}
 		return nil
 	}
@@ -251,7 +253,7 @@ type Metrics map[string]float64
 
 // Engine knows how to run and read one measurement tool.
 type Engine interface {
-	// Name is the tool name: "iperf3", "sockperf" or "cnibench".
+	// Name is the tool name: "iperf3", "sockperf", "cnibench", "netperf"...
 	Name() string
 	// Supports reports whether the engine can run the (valid) workload.
 	Supports(w Workload) bool
@@ -318,9 +320,49 @@ const (
 )
 
 // Engines returns every engine, for listing: iperf3, sockperf, cnibench, stress-ng, sysbench,
-// stream, k6.
+// stream, k6, netperf.
 func Engines() []Engine {
-	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, stream{}, k6{}}
+	return []Engine{iperf3{}, sockperf{}, cnibench{}, stressNG{}, sysbench{}, stream{}, k6{}, netperf{}}
+}
+
+// UnsupportedToolError is a workload whose tool cannot measure it: a suite names the
+// workload's tool setting with it.
+type UnsupportedToolError struct {
+	Tool, Workload string
+	// Why is the tool's own reason, where it has one; Measures what it can measure.
+	Why, Measures string
+}
+
+// Error implements error.
+func (e *UnsupportedToolError) Error() string {
+	why := ""
+	if e.Why != "" {
+		why = " (" + e.Why + ")"
+	}
+	return fmt.Sprintf("tool: %s does not measure %s%s; it measures %s", e.Tool, e.Workload, why, e.Measures)
+}
+
+// refuser is an engine that measures only some workloads of its kinds, and says why not.
+type refuser interface {
+	whyNot(w Workload) string
+	measures() string
+}
+
+// unsupportedTool is the error of e asked to measure the valid workload w (Tool empty).
+func unsupportedTool(e Engine, w Workload) error {
+	err := &UnsupportedToolError{Tool: e.Name(), Workload: w.ID()}
+	if r, ok := e.(refuser); ok {
+		err.Why, err.Measures = r.whyNot(w), r.measures()
+		return err
+	}
+	var kinds []string
+	for _, k := range kindTable() {
+		if slices.Contains(k.Engines, e.Name()) {
+			kinds = append(kinds, k.Name)
+		}
+	}
+	err.Measures = strings.Join(kinds, ", ")
+	return err
 }
 
 // ByName returns the engine called name, e.g. to run tcp-rr with the cnibench agent
@@ -362,6 +404,14 @@ func For(w Workload) (Engine, error) {
 		}
 	}
 	return nil, fmt.Errorf("workload %s: no engine supports it", w.ID())
+}
+
+// DataPorter is implemented by engines whose server takes its data connections on a port of
+// their own beside its control port (netperf's netserver): the port after it, which a Service
+// and a NetworkPolicy must open too.
+type DataPorter interface {
+	// DataPort is the data port of a server whose control port is port: port+1.
+	DataPort(port int) int
 }
 
 // RTTLogger is implemented by engines whose client can log every round trip to a file, which

@@ -145,35 +145,50 @@ func TestFor(t *testing.T) {
 		t.Errorf("ParseID(%s) = %+v, %v", rr.ID(), back, err)
 	}
 	rr.Tool = NameIPerf3
-	if err := rr.Validate(); err == nil || err.Error() != "tool: iperf3 does not measure tcp-rr/64B" {
+	if err := rr.Validate(); err == nil || err.Error() != "tool: iperf3 does not measure tcp-rr/64B; it measures tcp-stream, udp-stream" {
 		t.Errorf("tcp-rr with iperf3: %v", err)
+	}
+	// netperf says why it cannot, and what it can.
+	udp := Workload{Kind: UDPStream, MessageSize: 1300, Rate: "500M", Duration: d, Tool: NameNetperf}
+	if err := udp.Validate(); err == nil || !strings.Contains(err.Error(), "tool: netperf does not measure udp-stream/1300B@500M (Debian's netperf 2.7.0 is built without --enable-intervals") ||
+		!strings.HasSuffix(err.Error(), "; it measures tcp-stream with 1 stream, tcp-rr and tcp-crr") {
+		t.Errorf("udp-stream with netperf: %v", err)
+	}
+	var ute *UnsupportedToolError
+	if err := (Workload{Kind: TCPStream, Streams: 4, Duration: d, Tool: NameNetperf}).Validate(); !errors.As(err, &ute) || !strings.Contains(ute.Why, "use iperf3 for parallel streams") {
+		t.Errorf("tcp-stream/4 with netperf: %v", err)
+	}
+	if err := (Workload{Kind: CPU, Threads: 1, Duration: d, Tool: NameNetperf}).Validate(); !errors.As(err, &ute) || ute.Why != "netperf measures tcp-stream with 1 stream, tcp-rr and tcp-crr" {
+		t.Errorf("cpu with netperf: %v", err)
 	}
 }
 
 func TestSupportsMatrix(t *testing.T) {
 	d := time.Second
 	ws := map[string]Workload{
-		"tcp-stream": {Kind: TCPStream, Streams: 1, Duration: d},
-		"udp-stream": {Kind: UDPStream, MessageSize: 1300, Rate: "1M", Duration: d},
-		"tcp-rr/1":   {Kind: TCPRR, MessageSize: 1, Duration: d},
-		"tcp-rr/64":  {Kind: TCPRR, MessageSize: 64, Duration: d},
-		"tcp-crr":    {Kind: TCPCRR, MessageSize: 64, Duration: d},
-		"cpu":        {Kind: CPU, Threads: 1, Duration: d},
-		"memory":     {Kind: Memory, Duration: d},
-		"stream":     {Kind: Stream, Duration: d},
-		"split":      {Kind: GatewaySplit, Weight: 40, VUs: 10, Duration: d},
+		"tcp-stream":   {Kind: TCPStream, Streams: 1, Duration: d},
+		"tcp-stream/4": {Kind: TCPStream, Streams: 4, Duration: d},
+		"udp-stream":   {Kind: UDPStream, MessageSize: 1300, Rate: "1M", Duration: d},
+		"tcp-rr/1":     {Kind: TCPRR, MessageSize: 1, Duration: d},
+		"tcp-rr/64":    {Kind: TCPRR, MessageSize: 64, Duration: d},
+		"tcp-crr":      {Kind: TCPCRR, MessageSize: 64, Duration: d},
+		"cpu":          {Kind: CPU, Threads: 1, Duration: d},
+		"memory":       {Kind: Memory, Duration: d},
+		"stream":       {Kind: Stream, Duration: d},
+		"split":        {Kind: GatewaySplit, Weight: 40, VUs: 10, Duration: d},
 	}
 	want := map[string]map[string]bool{
-		NameIPerf3:   {"tcp-stream": true, "udp-stream": true},
+		NameIPerf3:   {"tcp-stream": true, "tcp-stream/4": true, "udp-stream": true},
 		NameSockperf: {"tcp-rr/64": true},
 		NameCnibench: {"tcp-rr/1": true, "tcp-rr/64": true, "tcp-crr": true},
 		NameStressNG: {"cpu": true},
 		NameSysbench: {"memory": true},
 		NameStream:   {"stream": true},
 		NameK6:       {"split": true},
+		NameNetperf:  {"tcp-stream": true, "tcp-rr/1": true, "tcp-rr/64": true, "tcp-crr": true},
 	}
-	if n := len(Engines()); n != 7 {
-		t.Fatalf("Engines() has %d engines, want 7", n)
+	if n := len(Engines()); n != 8 {
+		t.Fatalf("Engines() has %d engines, want 8", n)
 	}
 	for _, e := range Engines() {
 		for name, w := range ws {
@@ -186,8 +201,8 @@ func TestSupportsMatrix(t *testing.T) {
 			t.Errorf("ByName(%q) = %v, %v", e.Name(), byName, err)
 		}
 	}
-	if _, err := ByName("netperf"); err == nil {
-		t.Error("ByName(netperf): want an error")
+	if _, err := ByName("uperf"); err == nil {
+		t.Error("ByName(uperf): want an error")
 	}
 }
 

@@ -70,7 +70,7 @@ func kindList() []Kind {
 	latency := []string{MetricLatencyMean, MetricLatencyP50, MetricLatencyP90, MetricLatencyP99}
 	return []Kind{
 		{Name: TCPStream, Metrics: []string{MetricThroughput, MetricRetransmits, MetricSenderCPU, MetricReceiverCPU},
-			RateMetric: MetricThroughput, Engines: []string{NameIPerf3},
+			RateMetric: MetricThroughput, Engines: []string{NameIPerf3, NameNetperf},
 			validate: Workload.validateFlow, id: tcpStreamID, parse: parseTCPStreamID},
 		// udp-stream offers a fixed rate, which every path that carries it delivers (0.498
 		// Gbit/s of 0.5 on every path): what tells paths apart is the loss at that rate, or,
@@ -79,10 +79,10 @@ func kindList() []Kind {
 			RateMetric: MetricThroughput, VerdictMetrics: []string{catalog.RFC2544, MetricLoss}, Engines: []string{NameIPerf3},
 			validate: Workload.validateFlow, id: udpStreamID, parse: parseUDPStreamID},
 		{Name: TCPRR, Metrics: append([]string{MetricTransactionRate}, latency...),
-			RateMetric: MetricTransactionRate, Engines: []string{NameSockperf, NameCnibench}, RoundTrips: true,
+			RateMetric: MetricTransactionRate, Engines: []string{NameSockperf, NameCnibench, NameNetperf}, RoundTrips: true,
 			validate: Workload.validateFlow, id: sizeID, parse: parseSizeID(TCPRR)},
 		{Name: TCPCRR, Metrics: append([]string{MetricConnectionRate}, latency...),
-			RateMetric: MetricConnectionRate, Engines: []string{NameCnibench}, RoundTrips: true, ConnectInLatency: true,
+			RateMetric: MetricConnectionRate, Engines: []string{NameCnibench, NameNetperf}, RoundTrips: true, ConnectInLatency: true,
 			validate: Workload.validateFlow, id: sizeID, parse: parseSizeID(TCPCRR)},
 		{Name: CPU, Metrics: []string{catalog.CPUOps}, RateMetric: catalog.CPUOps, Engines: []string{NameStressNG}, InPod: true,
 			validate: Workload.validateCompute, id: Workload.computeID, parse: parseComputeParams(CPU)},

@@ -25,6 +25,8 @@ func loopbackBind(engine string) []string {
 		return []string{"-B", "127.0.0.1"}
 	case NameSockperf:
 		return []string{"-i", "127.0.0.1"}
+	case NameNetperf:
+		return []string{"-L", "127.0.0.1"}
 	}
 	return nil
 }

@@ -271,7 +271,7 @@ func (m *serverSet) ensure(ctx context.Context, req []Server) ([]Server, error) 
 	out := make([]Server, 0, len(req))
 	for _, s := range req {
 		if s.Port == 0 {
-			port, err := m.freePort()
+			port, err := m.freePort(portsOf(s))
 			if err != nil {
 				return nil, err
 			}
@@ -321,24 +321,45 @@ const (
 	lastFreePort  = 28999
 )
 
-// freePort picks the next port of the agent's range that no server of its own holds and that a
-// socket without SO_REUSEADDR can bind: sockperf's server sets no SO_REUSEADDR, so a port whose
-// last connections still sit in TIME_WAIT (the previous run's, for a minute) would fail it.
-func (m *serverSet) freePort() (int, error) {
+// freePort picks the next n ports of the agent's range that no server of its own holds and that a
+// socket without SO_REUSEADDR can bind, and returns the first: sockperf's server sets no
+// SO_REUSEADDR, so a port whose last connections still sit in TIME_WAIT (the previous run's, for
+// a minute) would fail it. n is 2 for a server with a data port beside its own (netperf's).
+func (m *serverSet) freePort(n int) (int, error) {
 	for range lastFreePort - firstFreePort + 1 {
 		p := m.next
-		m.next++
-		if m.next > lastFreePort || m.next < firstFreePort {
+		m.next += n
+		if m.next+n-1 > lastFreePort || m.next < firstFreePort {
 			m.next = firstFreePort
 		}
-		if p < firstFreePort {
+		if p < firstFreePort || p+n-1 > lastFreePort {
 			continue
 		}
-		if _, taken := m.byPort[p]; !taken && bindable(p) {
+		free := true
+		for q := p; q < p+n; q++ {
+			_, taken := m.byPort[q]
+			free = free && !taken && bindable(q)
+		}
+		if free {
 			return p, nil
 		}
 	}
 	return 0, fmt.Errorf("no free port in %d-%d", firstFreePort, lastFreePort)
+}
+
+// portsOf is how many ports a requested server takes: 2 with a data port (engine.DataPorter).
+func portsOf(s Server) int {
+	w, err := engine.ParseID(s.Workload)
+	if err != nil {
+		return 1 // argv refuses it
+	}
+	w.Duration = time.Second
+	if e, err := engine.For(w); err == nil {
+		if _, ok := e.(engine.DataPorter); ok {
+			return 2
+		}
+	}
+	return 1
 }
 
 // bindable reports whether a plain TCP socket can bind port on every address.

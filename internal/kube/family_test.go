@@ -2,6 +2,8 @@ package kube
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -48,6 +50,20 @@ func TestServiceTakesTheFixturesFamily(t *testing.T) {
 	s.Family = ""
 	if svc := s.service(0); svc.Spec.IPFamilyPolicy != nil || svc.Spec.IPFamilies != nil {
 		t.Errorf("a fixture without a family left the Service to the cluster's default: %+v", svc.Spec)
+	}
+}
+
+// A server's data port (netperf's) is fronted like its own port, TCP and UDP.
+func TestServiceOpensTheDataPort(t *testing.T) {
+	s := FixtureSpec{Servers: [][]Server{{{Name: "srv0-iperf3", Port: 20000}, {Name: "srv1-netperf", Port: 20500, DataPort: 20501}}}}
+	var got []string
+	for _, p := range s.service(0).Spec.Ports {
+		got = append(got, fmt.Sprintf("%s %d->%d/%s", p.Name, p.Port, p.TargetPort.IntVal, p.Protocol))
+	}
+	want := []string{"p20000-tcp 20000->20000/TCP", "p20000-udp 20000->20000/UDP", "p20500-tcp 20500->20500/TCP",
+		"p20500-udp 20500->20500/UDP", "p20501-tcp 20501->20501/TCP", "p20501-udp 20501->20501/UDP"}
+	if !slices.Equal(got, want) {
+		t.Errorf("Service ports %v, want %v", got, want)
 	}
 }
 

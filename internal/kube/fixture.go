@@ -51,6 +51,9 @@ type Server struct {
 	Name string   // container name
 	Argv []string // command
 	Port int      // TCP (and UDP) port it listens on
+	// DataPort is a second port, TCP and UDP, for data connections (netperf's), 0: none. It
+	// is Port+1, which the runner keeps for it.
+	DataPort int
 }
 
 // FixtureSpec is everything a run deploys into one cluster.
@@ -366,11 +369,16 @@ func (s FixtureSpec) service(pair int) *corev1.Service {
 	}
 	s.setFamily(&svc.Spec)
 	for _, srv := range s.ServersOf(RoleServerB, pair) {
-		for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
-			svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
-				Name: fmt.Sprintf("p%d-%s", srv.Port, map[corev1.Protocol]string{corev1.ProtocolTCP: "tcp", corev1.ProtocolUDP: "udp"}[proto]),
-				Port: int32(srv.Port), TargetPort: intstr.FromInt32(int32(srv.Port)), Protocol: proto,
-			})
+		for _, port := range []int{srv.Port, srv.DataPort} {
+			for _, proto := range []corev1.Protocol{corev1.ProtocolTCP, corev1.ProtocolUDP} {
+				if port == 0 {
+					continue
+				}
+				svc.Spec.Ports = append(svc.Spec.Ports, corev1.ServicePort{
+					Name: fmt.Sprintf("p%d-%s", port, map[corev1.Protocol]string{corev1.ProtocolTCP: "tcp", corev1.ProtocolUDP: "udp"}[proto]),
+					Port: int32(port), TargetPort: intstr.FromInt32(int32(port)), Protocol: proto,
+				})
+			}
 		}
 	}
 	return svc

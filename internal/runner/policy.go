@@ -43,6 +43,9 @@ func (r *run) applyPolicy(ctx context.Context, tg *target, p suite.NetworkPolicy
 	spec := kube.PolicySpec{Namespace: tg.namespace, RunID: r.id, Extra: p.Extra}
 	for _, s := range servers {
 		spec.Ports = append(spec.Ports, s.Port)
+		if s.DataPort != 0 {
+			spec.Ports = append(spec.Ports, s.DataPort)
+		}
 	}
 	if p.Extra > 0 {
 		r.progress("target %s: creating %d unrelated NetworkPolicies", tg.name, p.Extra)

@@ -51,6 +51,7 @@ func servers(s suite.Suite, portBase int) (map[string]int, [][]kube.Server, erro
 		name   string
 		argv   func(port int) []string
 		closes bool // closes its connections first
+		data   func(port int) int
 	}
 	var list []tmpl
 	for _, w := range s.Workloads {
@@ -68,26 +69,50 @@ func servers(s suite.Suite, portBase int) (map[string]int, [][]kube.Server, erro
 			j = len(list)
 			byCommand[key] = j
 			c, ok := eng.(serverCloser)
-			list = append(list, tmpl{fmt.Sprintf("srv%d-%s", j, eng.Name()), func(port int) []string { return eng.ServerArgv(ew, port) },
-				ok && c.ServerClosesFirst(ew)})
+			t := tmpl{name: fmt.Sprintf("srv%d-%s", j, eng.Name()), argv: func(port int) []string { return eng.ServerArgv(ew, port) },
+				closes: ok && c.ServerClosesFirst(ew)}
+			if d, ok := eng.(engine.DataPorter); ok {
+				t.data = d.DataPort
+			}
+			list = append(list, t)
 		}
 		byWorkload[ew.ID()] = j
 	}
-	if n := s.MostPairs() * len(list); n > closerPorts {
+	// A server with a data port takes two: its own and the next.
+	width := 0
+	for _, t := range list {
+		width += 1 + btoi(t.data != nil)
+	}
+	if n := s.MostPairs() * width; n > closerPorts {
 		return nil, nil, fmt.Errorf("%d pairs of %d servers need %d ports, more than the %d a variant has: fewer pairs or workloads",
 			s.MostPairs(), len(list), n, closerPorts)
 	}
 	sets := make([][]kube.Server, s.MostPairs())
 	for i := range sets {
-		for j, t := range list {
-			port := portBase + i*len(list) + j
+		port := portBase + i*width
+		for _, t := range list {
+			srv := kube.Server{Name: t.name, Port: port}
 			if t.closes {
-				port += closerPorts
+				srv.Port += closerPorts
 			}
-			sets[i] = append(sets[i], kube.Server{Name: t.name, Argv: t.argv(port), Port: port})
+			srv.Argv = t.argv(srv.Port)
+			port++
+			if t.data != nil {
+				srv.DataPort = t.data(srv.Port)
+				port++
+			}
+			sets[i] = append(sets[i], srv)
 		}
 	}
 	return byWorkload, sets, nil
+}
+
+// btoi is 1 for true.
+func btoi(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }
 
 // serverCloser is an engine whose server may close its connections first (tcp-crr's echo

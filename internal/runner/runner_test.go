@@ -145,6 +145,52 @@ func TestServersShareOneContainerPerCommand(t *testing.T) {
 	}
 }
 
+// netperf's server takes two ports, its control port and its data port after it, which no other
+// server is given; it sits in the closers' block, since its TCP_CRR leaves TIME_WAIT there.
+func TestServersKeepNetperfsDataPort(t *testing.T) {
+	s := suite.Default()
+	s.Pairs = []int{1, 2}
+	s.Workloads = append(s.Workloads,
+		suite.Workload{Kind: engine.TCPStream, Streams: 1, Tool: engine.NameNetperf},
+		suite.Workload{Kind: engine.TCPRR, Size: 1, Tool: engine.NameNetperf},
+		suite.Workload{Kind: engine.TCPCRR, Size: 1, Tool: engine.NameNetperf})
+	byWorkload, sets, err := servers(s, serverPortBase)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sets[0]) != 4 {
+		t.Fatalf("%d servers, want iperf3, sockperf, the echo server and one netserver: %+v", len(sets[0]), sets[0])
+	}
+	taken := map[int]string{}
+	netservers := 0
+	for _, set := range sets {
+		for _, srv := range set {
+			ports := []int{srv.Port}
+			if srv.Argv[0] == "netserver" {
+				netservers++
+				if srv.DataPort != srv.Port+1 || srv.Port < serverPortBase+closerPorts {
+					t.Errorf("netserver %+v: want its data port after its own, in the closers' block", srv)
+				}
+				ports = append(ports, srv.DataPort)
+			} else if srv.DataPort != 0 {
+				t.Errorf("%s has a data port %d", srv.Name, srv.DataPort)
+			}
+			for _, p := range ports {
+				if other, ok := taken[p]; ok {
+					t.Errorf("port %d given to %s and %s", p, other, srv.Name)
+				}
+				taken[p] = srv.Name
+			}
+		}
+	}
+	if netservers != 2 {
+		t.Errorf("%d netservers, want one per pair", netservers)
+	}
+	if byWorkload["tcp-rr/1B+netperf"] != byWorkload["tcp-stream/1+netperf"] {
+		t.Error("netperf's workloads use different servers")
+	}
+}
+
 func TestRolesFollowPaths(t *testing.T) {
 	cases := map[string][]string{
 		suite.SameNode:     {kube.RoleClient, kube.RoleServerA},

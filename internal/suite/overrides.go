@@ -34,7 +34,7 @@ type Overrides struct {
 	Margin              float64       // 0 keeps the suite's
 	Pods                string        // empty keeps the suite's
 	Profile             bool          // records CPU profiles (true turns it on, false keeps the suite's)
-	Faithful            bool          // measures with the study's own sample durations (reference.durations)
+	Faithful            bool          // measures with the study's own sample durations and tools (reference.durations, reference.tools)
 	// NetworkPolicies measures each target once per variant, a local cluster per variant.
 	NetworkPolicies []NetworkPolicy
 }

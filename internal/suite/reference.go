@@ -1,12 +1,14 @@
 package suite
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/catalog"
+	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/setting"
 )
 
@@ -20,19 +22,38 @@ type Reference struct {
 	// Durations are the study's own sample durations by workload kind (its iperf3 -t, its
 	// netperf -l), which --faithful measures with instead of the suite's quicker ones.
 	Durations map[string]Duration `json:"durations,omitempty"`
+	// Tools are the study's own tools by workload kind (netperf, for its TCP_STREAM, TCP_RR and
+	// TCP_CRR), which --faithful measures with instead of the suite's.
+	Tools map[string]string `json:"tools,omitempty"`
 }
 
-// Faithful gives each workload of s the study's sample duration for its kind.
+// Faithful gives each workload of s the study's sample duration and tool for its kind; the
+// figures of a workload whose tool changes follow it to its new ID.
 func (s Suite) Faithful() (Suite, error) {
 	if s.Reference == nil || len(s.Reference.Durations) == 0 {
 		return s, &setting.Error{Name: "faithful", Want: "the suite names no study durations (reference.durations, e.g. {tcp-stream: 30s})"}
 	}
 	s.Workloads = slices.Clone(s.Workloads)
+	ref := *s.Reference
+	ref.Figures = slices.Clone(ref.Figures)
 	for i, w := range s.Workloads {
-		if d, ok := s.Reference.Durations[w.Kind]; ok {
+		if d, ok := ref.Durations[w.Kind]; ok {
 			s.Workloads[i].Duration = d
 		}
+		tool, ok := ref.Tools[w.Kind]
+		if !ok || tool == w.Tool {
+			continue
+		}
+		was := w.Engine(s.Duration.Duration).ID()
+		s.Workloads[i].Tool = tool
+		now := s.Workloads[i].Engine(s.Duration.Duration).ID()
+		for j, f := range ref.Figures {
+			if f.Workload == was {
+				ref.Figures[j].Workload = now
+			}
+		}
 	}
+	s.Reference = &ref
 	return s, nil
 }
 
@@ -83,6 +104,7 @@ func (s Suite) validateReference() []error {
 			add(fmt.Sprintf("reference.durations.%s", kind), "expected whole seconds, at least 1s, got %s", r.Durations[kind])
 		}
 	}
+	s.validateReferenceTools(add, kinds)
 	for _, w := range s.Workloads {
 		workloads = append(workloads, w.Engine(s.Duration.Duration).ID())
 	}
@@ -118,6 +140,31 @@ func (s Suite) validateReference() []error {
 		}
 	}
 	return errs
+}
+
+// validateReferenceTools checks the study's tools: a kind of the suite's, and a tool that
+// measures every workload of that kind.
+func (s Suite) validateReferenceTools(add func(at, format string, args ...any), kinds []string) {
+	r := s.Reference
+	for _, kind := range slices.Sorted(maps.Keys(r.Tools)) {
+		at := fmt.Sprintf("reference.tools.%s", kind)
+		if !slices.Contains(kinds, kind) {
+			add(at, "expected a workload kind of the suite %v", kinds)
+			continue
+		}
+		for _, w := range s.Workloads {
+			if w.Kind != kind {
+				continue
+			}
+			w.Tool = r.Tools[kind]
+			var ute *engine.UnsupportedToolError
+			if err := w.Engine(time.Second).Validate(); errors.As(err, &ute) {
+				add(at, "%q: %s does not measure %s; it measures %s", r.Tools[kind], ute.Tool, ute.Workload, ute.Measures)
+			} else if err != nil {
+				add(at, "%q: %v", r.Tools[kind], err)
+			}
+		}
+	}
 }
 
 // within keeps the figures whose target and path the suite has; nil when none is left.

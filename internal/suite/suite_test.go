@@ -569,3 +569,74 @@ func TestValidateNamesFieldsBySettingErrors(t *testing.T) {
 		}
 	}
 }
+
+// --faithful measures with the study's own tools too: each workload of a kind the study ran
+// with netperf becomes netperf's, and the study's figures follow the workloads' new IDs. A tool
+// that cannot measure a workload of its kind is refused by its field.
+func TestFaithfulTools(t *testing.T) {
+	base := `
+targets: [{name: a, local: {cluster: a}}]
+paths: [cross-node]
+workloads: [{kind: tcp-stream, streams: 1, size: 8192}, {kind: tcp-rr, size: 64, tool: cnibench}, {kind: udp-stream, size: 1300, rate: 1G}]
+duration: 2s
+`
+	study := base + `reference: {study: "a study", durations: {tcp-stream: 120s, tcp-rr: 75s}, tools: {tcp-stream: netperf, tcp-rr: netperf},
+  figures: [{target: a, path: cross-node, workload: tcp-stream/1x8K, metric: throughput_gbps, value: 1.5},
+            {target: a, path: cross-node, workload: tcp-rr/64B+cnibench, metric: latency_mean_us, value: 359},
+            {target: a, path: cross-node, workload: udp-stream/1300B@1G, metric: loss_pct, value: 1}]}
+`
+	file := filepath.Join(t.TempDir(), "study.yaml")
+	if err := os.WriteFile(file, []byte(study), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	quick, err := Resolve(file, Overrides{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	faithful, err := Resolve(file, Overrides{Faithful: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := func(s Suite) (ws, figs []string) {
+		for _, w := range s.Workloads {
+			ws = append(ws, w.Engine(time.Second).ID())
+		}
+		for _, f := range s.Reference.Figures {
+			figs = append(figs, f.Workload)
+		}
+		return ws, figs
+	}
+	ws, figs := ids(quick)
+	if want := []string{"tcp-stream/1x8K", "tcp-rr/64B+cnibench", "udp-stream/1300B@1G"}; !slices.Equal(ws, want) || !slices.Equal(figs, want) {
+		t.Errorf("without --faithful: workloads %v, figures %v, want %v", ws, figs, want)
+	}
+	ws, figs = ids(faithful)
+	if want := []string{"tcp-stream/1x8K+netperf", "tcp-rr/64B+netperf", "udp-stream/1300B@1G"}; !slices.Equal(ws, want) || !slices.Equal(figs, want) {
+		t.Errorf("with --faithful: workloads %v, figures %v, want %v", ws, figs, want)
+	}
+	for bad, want := range map[string]string{
+		strings.Replace(study, "tools: {tcp-stream: netperf, tcp-rr: netperf}", "tools: {udp-stream: netperf}", 1): `reference.tools.udp-stream: "netperf": netperf does not measure udp-stream/1300B@1G; it measures tcp-stream with 1 stream, tcp-rr and tcp-crr`,
+		strings.Replace(study, "tools: {tcp-stream: netperf, tcp-rr: netperf}", "tools: {tcp-crr: netperf}", 1):    "reference.tools.tcp-crr: expected a workload kind of the suite",
+		strings.Replace(study, "tools: {tcp-stream: netperf, tcp-rr: netperf}", "tools: {tcp-rr: uperf}", 1):       `reference.tools.tcp-rr: "uperf": tool: expected one of`,
+	} {
+		if _, err := Parse([]byte(bad)); err == nil || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s\n: %v, want %q", bad, err, want)
+		}
+	}
+}
+
+// A workload's tool that cannot measure it is refused by its own field, with why and what the
+// tool measures.
+func TestWorkloadToolIsNamed(t *testing.T) {
+	_, err := Parse([]byte(`
+workloads: [{kind: tcp-rr, size: 1, tool: netperf}, {kind: udp-stream, size: 1300, rate: 500M, tool: netperf}]
+repetitions: 2
+`))
+	want := `workloads[1].tool: "netperf": netperf does not measure udp-stream/1300B@500M (Debian's netperf 2.7.0 is built without --enable-intervals, so it cannot pace datagrams at udp-stream's offered rate; use iperf3); it measures tcp-stream with 1 stream, tcp-rr and tcp-crr`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("udp-stream with netperf: %v\nwant %s", err, want)
+	}
+	if _, err := Parse([]byte("workloads: [{kind: tcp-stream, streams: 1, tool: netperf}, {kind: tcp-crr, size: 1, tool: netperf}]\nrepetitions: 2\n")); err != nil {
+		t.Errorf("netperf's own workloads: %v", err)
+	}
+}

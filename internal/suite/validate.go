@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -125,7 +126,7 @@ func (s Suite) validateWorkloads() []error {
 		// checks that its samples give it enough trials.
 		ew := w.Engine(min(max(w.SampleDuration(s).Truncate(time.Second), time.Second), engine.MaxDuration))
 		if err := ew.Validate(); err != nil {
-			errs = append(errs, &setting.Error{Name: fmt.Sprintf("workloads[%d]", i), Err: err})
+			errs = append(errs, workloadError(i, w, err))
 			continue
 		}
 		if ids[ew.ID()] {
@@ -137,6 +138,21 @@ func (s Suite) validateWorkloads() []error {
 		}
 	}
 	return errs
+}
+
+// workloadError names the setting of workload i that err refuses: its tool where the tool
+// cannot measure it, the workload otherwise.
+func workloadError(i int, w Workload, err error) error {
+	var ute *engine.UnsupportedToolError
+	if errors.As(err, &ute) {
+		want := fmt.Sprintf("%s does not measure %s", ute.Tool, ute.Workload)
+		if ute.Why != "" {
+			want += " (" + ute.Why + ")"
+		}
+		return &setting.Error{Name: fmt.Sprintf("workloads[%d].tool", i), Value: strconv.Quote(w.Tool),
+			Want: want + "; it measures " + ute.Measures}
+	}
+	return &setting.Error{Name: fmt.Sprintf("workloads[%d]", i), Err: err}
 }
 
 // validatePairs checks the concurrency levels: each in range, each once.

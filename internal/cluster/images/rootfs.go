@@ -27,6 +27,10 @@ type rootfsSpec struct {
 	HookDirs   []string `json:"hookDirs"`
 	Mmdebstrap string   `json:"mmdebstrap"` // output of mmdebstrap --version
 	Arch       string   `json:"arch"`
+	// Mirrors are the chroot's apt sources, one-line style.
+	Mirrors []string `json:"mirrors"`
+	// SetupHooks run before any package is fetched (apt's pins of the non-free entry).
+	SetupHooks []string `json:"setupHooks"`
 }
 
 // ToolsPackages are the Debian packages of the tools image (images/tools/Dockerfile installs the
@@ -36,7 +40,38 @@ func ToolsPackages() []string {
 		"iperf3", "sockperf", "iproute2", "ethtool", "procps", "iputils-ping",
 		// The cpu and memory workloads.
 		"stress-ng", "sysbench",
+		// The netperf engine: from Debian's non-free component (NonFreePackages).
+		"netperf",
 	}
+}
+
+// NonFreePackages are the tools image's packages from Debian's non-free component, the only
+// ones apt may take from it (netperf's licence lets it be redistributed, not modified).
+func NonFreePackages() []string { return []string{"netperf"} }
+
+// debianMirror is the archive the tools image's packages come from, as mmdebstrap's default.
+const debianMirror = "http://deb.debian.org/debian"
+
+// toolsMirrors are the tools root filesystem's apt sources: mmdebstrap's defaults for a stable
+// suite (main, its -updates and its security suite), and the non-free component, which
+// toolsPins confines to NonFreePackages.
+func toolsMirrors(suite string) []string {
+	return []string{
+		"deb " + debianMirror + " " + suite + " main",
+		"deb " + debianMirror + " " + suite + "-updates main",
+		"deb http://deb.debian.org/debian-security " + suite + "-security main",
+		"deb " + debianMirror + " " + suite + " non-free",
+	}
+}
+
+// toolsPins is apt's preferences file for the chroot: nothing from non-free (priority -1)
+// but NonFreePackages, so the entry cannot replace or add any other package.
+func toolsPins() string {
+	pins := "Package: *\nPin: release c=non-free\nPin-Priority: -1\n"
+	for _, p := range NonFreePackages() {
+		pins += "\nPackage: " + p + "\nPin: release c=non-free\nPin-Priority: 500\n"
+	}
+	return pins
 }
 
 // toolsRootfsSpec describes the Debian root filesystem of the tools image.
@@ -68,6 +103,8 @@ func toolsRootfsSpec(ctx context.Context, mmdebstrap string) (rootfsSpec, error)
 		// "usrmerge | usr-is-merged" with usrmerge, which drags in perl.
 		// Together with the variant this halves the rootfs (82 vs 146 MB).
 		HookDirs:   []string{"/usr/share/mmdebstrap/hooks/merged-usr"},
+		Mirrors:    toolsMirrors("bookworm"),
+		SetupHooks: []string{`printf '` + toolsPins() + `' > "$1/etc/apt/preferences.d/cnibench-non-free"`},
 		Mmdebstrap: strings.TrimSpace(string(out)),
 		Arch:       runtime.GOARCH,
 	}, nil
@@ -90,11 +127,13 @@ func (s rootfsSpec) args() []string {
 	for _, d := range s.HookDirs {
 		args = append(args, "--hook-dir="+d)
 	}
+	for _, h := range s.SetupHooks {
+		args = append(args, "--setup-hook="+h)
+	}
 	// Target "-" streams the tar to stdout, so the rootfs is compressed and
-	// hashed on the fly instead of landing on disk uncompressed first. With
-	// no mirror given, mmdebstrap uses deb.debian.org plus the matching
-	// -updates and -security suites.
-	return append(args, s.Suite, "-")
+	// hashed on the fly instead of landing on disk uncompressed first. The
+	// mirrors follow the target.
+	return append(append(args, s.Suite, "-"), s.Mirrors...)
 }
 
 // findMmdebstrap locates mmdebstrap, with an error that says how to get it.

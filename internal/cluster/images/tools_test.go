@@ -56,6 +56,8 @@ func TestTools(t *testing.T) {
 	root := layerFiles(t, layers[0])
 	for _, want := range [][]string{
 		{"usr/bin/iperf3"}, {"usr/bin/sockperf"}, {"usr/bin/sleep"},
+		{"usr/bin/netperf"}, {"usr/bin/netserver"}, // from non-free, pinned to netperf alone
+		{"etc/apt/preferences.d/cnibench-non-free"},
 		{"usr/bin/ip", "usr/sbin/ip", "bin/ip", "sbin/ip"},
 	} {
 		found := false
