@@ -100,7 +100,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		byName[t.Name] = tg
 		st := record.Target{RunID: r.id, Name: t.Name, Fingerprint: tg.fingerprint}
-		if err := o.Store.AddTarget(ctx, st); err != nil {
+		if err := r.opts.Store.AddTarget(ctx, st); err != nil {
 			return res, fmt.Errorf("store target %s: %w", t.Name, err)
 		}
 		res.Targets = append(res.Targets, st)
