@@ -190,10 +190,12 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 	// A fresh context: the run's own may be cancelled, and the status must still be written.
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	stored := "stored"
 	if ferr := r.opts.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
+		stored = "taken, not all stored (see the error)"
 	}
-	r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
+	r.progress("run %s %s: %d samples %s", r.id, status, len(res.Samples), stored)
 	return err
 }
 

@@ -152,6 +152,11 @@ func (w *Writer) AddSample(ctx context.Context, s record.Sample) error {
 	waiting, failed := len(w.kept) > 0, w.failed
 	w.mu.Unlock()
 	if failed != nil {
+		// The run stops; the sample joins the others in the spool file rather than be lost.
+		w.mu.Lock()
+		w.kept = append(w.kept, s)
+		_ = w.saveLocked() // the run's end saves again, and says if it cannot
+		w.mu.Unlock()
 		return failed
 	}
 	if !waiting {
