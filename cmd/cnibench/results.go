@@ -22,11 +22,12 @@ func newResultsCommand() *cobra.Command {
 	var location string
 	cmd := &cobra.Command{
 		Use:   "results",
-		Short: "List, show, export and delete stored runs",
+		Short: "List, show, export, import and delete stored runs",
 	}
 	storeFlags(cmd, &location, true)
 	cmd.AddCommand(newResultsListCommand(&location), newResultsShowCommand(&location),
-		newResultsDeleteCommand(&location), newResultsExportCommand(&location), newResultsFlameGraphCommand(&location))
+		newResultsDeleteCommand(&location), newResultsExportCommand(&location), newResultsFlameGraphCommand(&location),
+		newResultsImportCommand(&location))
 	return cmd
 }
 

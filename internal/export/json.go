@@ -89,6 +89,8 @@ type jsonSample struct {
 	// Raw is the tool's output as text: it is iperf3 JSON for some engines and plain text
 	// for others, so it is not embedded as JSON.
 	Raw string `json:"raw"`
+	// Profile is the host's CPU profile during the sample (folded stacks), absent when none.
+	Profile string `json:"profile,omitempty"`
 }
 
 // WriteJSON writes the run, its targets with their fingerprints, and every sample with its
@@ -99,7 +101,7 @@ func WriteJSON(w io.Writer, b Bundle) error {
 	for _, s := range b.Samples {
 		doc.Samples = append(doc.Samples, jsonSample{Seq: s.Seq, Round: s.Round, Warmup: s.Warmup, Target: s.Target,
 			Path: s.Path, Workload: s.Workload, Pairs: s.Cell().Pairs, Flags: s.Flags, Started: s.Started.UTC(), DurationNS: s.Duration.Nanoseconds(),
-			Metrics: orEmpty(s.Metrics), Resources: orEmpty(s.Resources), Error: s.Error, Raw: s.Raw})
+			Metrics: orEmpty(s.Metrics), Resources: orEmpty(s.Resources), Error: s.Error, Raw: s.Raw, Profile: s.Profile})
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
@@ -144,7 +146,7 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 		b.Samples = append(b.Samples, record.Sample{RunID: b.Run.ID, Seq: s.Seq, Round: s.Round, Warmup: s.Warmup,
 			Target: s.Target, Path: s.Path, Workload: s.Workload, Pairs: max(s.Pairs, 1), Flags: s.Flags, Started: s.Started.UTC(),
 			Duration: time.Duration(s.DurationNS), Metrics: orNil(s.Metrics), Resources: orNil(s.Resources),
-			Raw: s.Raw, Error: s.Error})
+			Raw: s.Raw, Error: s.Error, Profile: s.Profile})
 	}
 	return b, nil
 }

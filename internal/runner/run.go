@@ -14,18 +14,14 @@ import (
 	"github.com/cnibench/cnibench/internal/progress"
 	"github.com/cnibench/cnibench/internal/record"
 	"github.com/cnibench/cnibench/internal/setting"
+	"github.com/cnibench/cnibench/internal/spool"
 	"github.com/cnibench/cnibench/internal/store"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
-// Store is what the runner needs of the results store.
-type Store interface {
-	CreateRun(ctx context.Context, r record.Run) error
-	AddTarget(ctx context.Context, t record.Target) error
-	AddSample(ctx context.Context, s record.Sample) error
-	FinishRun(ctx context.Context, id, status string, finished time.Time, note string) error
-	MarkInterrupted(ctx context.Context) ([]record.Run, error)
-}
+// Store is what the runner needs of the results store: what a spool.Writer, which every run
+// writes through, needs of it.
+type Store = spool.Store
 
 // Options configure a run.
 type Options struct {
@@ -104,7 +100,7 @@ func Run(ctx context.Context, o Options) (res Result, err error) {
 		}
 		byName[t.Name] = tg
 		st := record.Target{RunID: r.id, Name: t.Name, Fingerprint: tg.fingerprint}
-		if err := o.Store.AddTarget(ctx, st); err != nil {
+		if err := r.opts.Store.AddTarget(ctx, st); err != nil {
 			return res, fmt.Errorf("store target %s: %w", t.Name, err)
 		}
 		res.Targets = append(res.Targets, st)
@@ -147,6 +143,9 @@ func begin(ctx context.Context, o Options, res *Result) (*run, error) {
 	o.Suite.Seed = seed
 	r := &run{opts: o, id: store.NewRunID(), began: time.Now(), providers: map[string]Provider{}}
 	r.log = progress.New(o.Out, r.began)
+	// Samples outlive an outage of the store: kept, retried, and spooled to a file at worst.
+	o.Store = spool.New(o.Store, spool.Options{Log: r.progress})
+	r.opts.Store = o.Store
 	owner, err := record.CurrentOwner()
 	if err != nil {
 		return nil, fmt.Errorf("identify this process for the store: %w", err)
@@ -191,10 +190,12 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 	// A fresh context: the run's own may be cancelled, and the status must still be written.
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
+	stored := "stored"
 	if ferr := r.opts.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
+		stored = "taken, not all stored (see the error)"
 	}
-	r.progress("run %s %s: %d samples stored", r.id, status, len(res.Samples))
+	r.progress("run %s %s: %d samples %s", r.id, status, len(res.Samples), stored)
 	return err
 }
 

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -54,6 +55,18 @@ func TestCrashChild(t *testing.T) {
 		fmt.Fprintln(os.Stderr, err)
 		os.Exit(2)
 	}
+	// The first writer creates the run as a run's process does, owned by itself, so that once
+	// it is killed the run is one whose process is gone.
+	if _, err := d.Run(ctx, crashRun); errors.Is(err, ErrNotFound) {
+		err = createCrashRun(ctx, d)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(2)
+		}
+	} else if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		os.Exit(2)
+	}
 	var next int
 	if err := d.queryRow(ctx, d.db, `SELECT COUNT(*) FROM samples`).Scan(&next); err != nil {
 		fmt.Fprintln(os.Stderr, err)
@@ -70,23 +83,29 @@ func TestCrashChild(t *testing.T) {
 	os.Exit(4)
 }
 
+// createCrashRun stores the crash test's run, owned by this process, with its target.
+func createCrashRun(ctx context.Context, d *DB) error {
+	owner, err := record.CurrentOwner()
+	if err != nil {
+		return err
+	}
+	r := testRun(crashRun, t0())
+	r.Owner = owner
+	if err := d.CreateRun(ctx, r); err != nil {
+		return err
+	}
+	return d.AddTarget(ctx, record.Target{RunID: crashRun, Name: "a"})
+}
+
 // TestCrashSafety SIGKILLs a process that is writing samples, several times over, and checks
 // after each kill that the database is intact, every sample whose AddSample returned is
-// stored, and every stored sample is complete.
+// stored, and every stored sample is complete; and at the end that the run, whose process
+// is gone, is found and marked interrupted with its samples kept.
 func TestCrashSafety(t *testing.T) { forEachBackend(t, testCrashSafety) }
 
 func testCrashSafety(t *testing.T, b backend) {
 	ctx := context.Background()
 	loc := b.location(t)
-	d, err := Open(ctx, loc)
-	if err != nil {
-		t.Fatal(err)
-	}
-	addRunWithTarget(t, d, crashRun)
-	if err := d.Close(); err != nil {
-		t.Fatal(err)
-	}
-
 	committed := -1
 	for kill := range 8 {
 		want := committed + 10 + rand.IntN(20)
@@ -96,14 +115,32 @@ func testCrashSafety(t *testing.T, b backend) {
 		committed = stored - 1
 	}
 
-	// The interrupted run can still be marked partial.
-	d, err = Open(ctx, loc)
+	// The next run's start finds the killed one and marks it partial, keeping its samples.
+	d, err := Open(ctx, loc)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer d.Close()
-	if err := d.FinishRun(ctx, crashRun, record.StatusPartial, time.Now(), "killed"); err != nil {
+	if r, err := d.Run(ctx, crashRun); err != nil || r.Status != record.StatusRunning || !r.Interrupted() {
+		t.Fatalf("killed run before marking: %+v, %v", r, err)
+	}
+	marked, err := d.MarkInterrupted(ctx)
+	if err != nil {
 		t.Fatal(err)
+	}
+	if len(marked) != 1 || marked[0].ID != crashRun {
+		t.Fatalf("MarkInterrupted marked %+v, want the killed run", marked)
+	}
+	r, err := d.Run(ctx, crashRun)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := crashSample(committed).Started
+	if r.Status != record.StatusPartial || !r.Interrupted() || !r.Finished.Equal(last) {
+		t.Errorf("killed run after marking: status %s, note %q, finished %v (want partial, interrupted, %v)", r.Status, r.Note, r.Finished, last)
+	}
+	if samples, err := d.Samples(ctx, crashRun); err != nil || len(samples) != committed+1 {
+		t.Errorf("after marking: %d samples, %v; want %d", len(samples), err, committed+1)
 	}
 }
 

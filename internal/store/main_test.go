@@ -8,7 +8,7 @@ import (
 )
 
 // TestMain runs the package's tests with a real PostgreSQL server (pgserver), except in the
-// crash test's writer, which is given its database's URL.
+// crash test's and the concurrency test's writers, which are given their database's URL.
 func TestMain(m *testing.M) {
-	os.Exit(pgserver.Main(m, os.Getenv(crashEnv) == ""))
+	os.Exit(pgserver.Main(m, os.Getenv(crashEnv) == "" && os.Getenv(concurrentEnv) == ""))
 }
