@@ -33,9 +33,10 @@ type Agent struct {
 
 // externalClient is the HTTP client of the commands that talk to an external agent: short
 // timeouts, never a proxy (the agent is on the lab's own network), and with roots, TLS that
-// trusts those alone.
+// trusts those alone. Each call makes its own, so a connection kept alive would only sit idle
+// on both sides until the agent closed it.
 func externalClient(roots *x509.CertPool) *http.Client {
-	t := &http.Transport{Proxy: nil}
+	t := &http.Transport{Proxy: nil, DisableKeepAlives: true}
 	if roots != nil {
 		t.TLSClientConfig = &tls.Config{RootCAs: roots, MinVersion: tls.VersionTLS12}
 	}

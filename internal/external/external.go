@@ -88,6 +88,20 @@ func ParseServers(specs []string) ([]Server, error) {
 // maxServers bounds one request: a run has a few workloads per pair.
 const maxServers = 512
 
+// Bounds of the control API, whose port may be reachable from a network others share: a
+// client that sends nothing, or a request a byte at a time, holds a connection for the
+// timeouts at most, and no client can make the agent hold more than maxConns connections or
+// buffer more than the size bounds per request. A run's requests are a few hundred bytes,
+// sent at once.
+const (
+	headerTimeout  = 10 * time.Second // the TLS handshake and the request's header
+	bodyTimeout    = 10 * time.Second // its body, from the end of the header
+	idleTimeout    = 30 * time.Second // between two requests on one connection
+	maxHeaderBytes = 16 << 10
+	maxBodyBytes   = 1 << 20
+	maxConns       = 2048
+)
+
 // Serve runs the external agent until ctx ends, then stops every server it started. Every
 // request must carry the token; servers stop when no such request came for the idle timeout.
 func Serve(ctx context.Context, o ServeOptions) error {
@@ -107,6 +121,7 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	if err != nil {
 		return &setting.Error{Name: "listen", Value: o.Listen, Err: err}
 	}
+	ln = newLimitListener(ln, maxConns)
 	scheme := "http"
 	if tlsConfig != nil {
 		ln, scheme = tls.NewListener(ln, tlsConfig), "https"
@@ -116,7 +131,8 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	defer m.stopAll()
 	// The server's own errors (a client refusing the certificate, plain HTTP to TLS) are the
 	// operator's to see, beside the agent's other lines.
-	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(o.Log, "", 0)}
+	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: log.New(o.Log, "", 0)}
 	fmt.Fprintf(o.Log, "external agent listening on %s://%s (servers stop after %s without a request)\n", scheme, ln.Addr(), o.IdleTimeout)
 	go m.expire(ctx, o.IdleTimeout)
 	go func() {
@@ -161,11 +177,14 @@ func (m *serverSet) routes(token string) http.Handler {
 		fmt.Fprintln(w, host)
 	})
 	mux.HandleFunc("POST /servers", func(w http.ResponseWriter, r *http.Request) {
-		var req []Server
-		if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&req); err != nil {
-			http.Error(w, "body: expected a JSON list of {workload, port}: "+err.Error(), http.StatusBadRequest)
+		req, status, err := decodeServers(w, r)
+		if err != nil {
+			http.Error(w, err.Error(), status)
 			return
 		}
+		// The body is read: starting servers may take longer than bodyTimeout, and the
+		// connection's read deadline would cancel the request's context.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Time{})
 		got, err := m.ensure(r.Context(), req)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusBadRequest)
@@ -179,6 +198,8 @@ func (m *serverSet) routes(token string) http.Handler {
 	})
 	want := []byte("Bearer " + token)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Also bounds the body the server reads after a refusal, to reuse the connection.
+		_ = http.NewResponseController(w).SetReadDeadline(time.Now().Add(bodyTimeout))
 		if subtle.ConstantTimeCompare([]byte(r.Header.Get("Authorization")), want) != 1 {
 			http.Error(w, "missing or wrong token: pass the one the agent was started with (cnibench agent serve --token-file)", http.StatusUnauthorized)
 			return
@@ -186,6 +207,28 @@ func (m *serverSet) routes(token string) http.Handler {
 		m.touch()
 		mux.ServeHTTP(w, r)
 	})
+}
+
+// decodeServers reads the list of servers a request asks for, refusing a body over
+// maxBodyBytes before reading the rest of it, fields it does not know and anything after the
+// list; the status is the answer to an error.
+func decodeServers(w http.ResponseWriter, r *http.Request) ([]Server, int, error) {
+	const want = "body: expected a JSON list of {workload, port}"
+	dec := json.NewDecoder(http.MaxBytesReader(w, r.Body, maxBodyBytes))
+	dec.DisallowUnknownFields()
+	var req []Server
+	err := dec.Decode(&req)
+	if err == nil && dec.Decode(&json.RawMessage{}) != io.EOF {
+		err = errors.New("more after the list")
+	}
+	var tooLarge *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooLarge):
+		return nil, http.StatusRequestEntityTooLarge, fmt.Errorf("%s of at most %d bytes, got more", want, maxBodyBytes)
+	case err != nil:
+		return nil, http.StatusBadRequest, fmt.Errorf("%s: %w", want, err)
+	}
+	return req, 0, nil
 }
 
 // touch records a request with the token: the run is alive.
