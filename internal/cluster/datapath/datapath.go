@@ -24,9 +24,9 @@ type Node struct {
 	Gateway net.IP     // first address of PodCIDR, the pods' default gateway
 	// IP6, PodCIDR6 and Gateway6 are the IPv6 counterparts of IP, PodCIDR and Gateway; nil on
 	// an IPv4-only cluster.
-	IP6        net.IP
-	PodCIDR6   *net.IPNet
-	Gateway6   net.IP
+	IP6      net.IP
+	PodCIDR6 *net.IPNet
+	Gateway6 net.IP
 	// Secondary is the node's share of the cluster's secondary block (Cluster.Secondary): the
 	// addresses its pods' secondary interfaces take under Multus.
 	Secondary  *net.IPNet
