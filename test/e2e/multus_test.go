@@ -65,7 +65,7 @@ func TestMultus(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	out, err := cli(ctx, "cluster", "create", "--name", multusCluster, "--datapath", "bridge", "--multus")
-	if want := "multus: true: Multus delegates here to cilium-vxlan, flannel-host-gw, flannel-vxlan only, not to datapath bridge"; err == nil || !strings.Contains(out, want) {
+	if want := "--multus true: Multus delegates here to cilium-vxlan, flannel-host-gw, flannel-vxlan only, not to datapath bridge"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("multus on bridge: %v, want %q in:\n%s", err, want, out)
 	}
 	defer forceDelete(multusCluster)
@@ -145,8 +145,9 @@ func checkSecondary(ctx context.Context, t *testing.T) {
 				net1 = st
 			}
 		}
-		if eth0.Interface != "eth0" || len(eth0.IPs) == 0 || !plan.PodCIDR(node).Contains(net.ParseIP(eth0.IPs[0])) {
-			t.Errorf("%s: cluster network %+v, want eth0 in flannel's %s", name, eth0, plan.PodCIDR(node))
+		// flannel's subnets are the controller-manager's, inside the cluster network.
+		if eth0.Interface != "eth0" || len(eth0.IPs) == 0 || !plan.ClusterCIDR().Contains(net.ParseIP(eth0.IPs[0])) {
+			t.Errorf("%s: cluster network %+v, want eth0 in flannel's %s", name, eth0, plan.ClusterCIDR())
 		}
 		if net1.Interface != "net1" || len(net1.IPs) == 0 || !plan.SecondaryCIDR(node).Contains(net.ParseIP(net1.IPs[0])) {
 			t.Fatalf("%s: secondary network %+v, want net1 in its node's %s; annotation %s", name, net1, plan.SecondaryCIDR(node), p.Annotations[kube.AnnotationNetworkStatus])
