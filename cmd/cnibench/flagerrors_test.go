@@ -44,6 +44,10 @@ func TestClusterErrorsNameTheFlags(t *testing.T) {
 	if mode == nil || !containsLine(mode.Error(), `--proxy-mode "ipvs": expected nftables or iptables`) {
 		t.Errorf("proxy mode: %v", mode)
 	}
+	cfg = lab.LocalConfig{Multus: true}.WithDefaults()
+	if multus := asFlags(cfg.Validate(), clusterFlag); multus == nil || !containsLine(multus.Error(), "--multus true: Multus delegates here to") {
+		t.Errorf("multus on bridge: %v", multus)
+	}
 	wrapped := asFlags(fmt.Errorf("reserve: %w", &setting.Error{Name: "subnet", Value: "10.230.0.0/16", Want: "collides"}), clusterFlag)
 	var fe *setting.Error
 	if wrapped.Error() != "reserve: --subnet 10.230.0.0/16: collides" || !errors.As(wrapped, &fe) {
@@ -90,7 +94,7 @@ func containsLine(text, prefix string) bool {
 // so that the command line names the flag.
 func TestSettingsHaveTheirFlags(t *testing.T) {
 	for path, names := range map[string][]string{
-		"cluster create": {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait"},
+		"cluster create": {"cluster", "nodes", "datapath", "proxyMode", "kubernetes", "cri", "runtimes", "subnet", "wait", "multus"},
 		"cluster delete": {"cluster"},
 		"run": {"warmup", "precision", "margin", "pairs", "cri", "networkPolicies", "faithful", "baseline", "nodes", "store",
 			"namespace", "image", "external", "externalTokenFile", "externalCAFile", "externalGatewayAddress", "families", "proxyMode", "output"},

@@ -65,6 +65,18 @@ func (p Plan) PodCIDR(i int) *net.IPNet {
 	return &net.IPNet{IP: net.IPv4(10, p.octet(), byte(128+i), 0).To4(), Mask: net.CIDRMask(24, 32)}
 }
 
+// Secondary is the block of the secondary network a cluster with Multus offers (macvlan over
+// the underlay): inside the cluster's /16, so that nothing of it is the host's.
+func (p Plan) Secondary() *net.IPNet {
+	return &net.IPNet{IP: net.IPv4(10, p.octet(), 64, 0).To4(), Mask: net.CIDRMask(18, 32)}
+}
+
+// SecondaryCIDR is node i's (1-based) share of Secondary, whose addresses its pods'
+// secondary interfaces take.
+func (p Plan) SecondaryCIDR(i int) *net.IPNet {
+	return &net.IPNet{IP: net.IPv4(10, p.octet(), byte(64+i), 0).To4(), Mask: net.CIDRMask(24, 32)}
+}
+
 // PodGateway is the first address of node i's pod subnet, held by the node's pod bridge.
 func (p Plan) PodGateway(i int) net.IP {
 	return net.IPv4(10, p.octet(), byte(128+i), 1).To4()

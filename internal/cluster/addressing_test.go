@@ -22,12 +22,26 @@ func mustCIDR(t *testing.T, s string) *net.IPNet {
 	return n
 }
 
+// lastAddr is an IPv4 network's last address.
+func lastAddr(n *net.IPNet) net.IP {
+	ip := append(net.IP(nil), n.IP.To4()...)
+	for i := range ip {
+		ip[i] |= ^n.Mask[i]
+	}
+	return ip
+}
+
 func TestPlanRangesAreDisjointAndInsideBlock(t *testing.T) {
 	p := Plan{Index: 3}
 	if got := p.Block().String(); got != "10.203.0.0/16" {
 		t.Fatalf("block = %s", got)
 	}
-	ranges := []*net.IPNet{p.Underlay(), p.ServiceCIDR(), p.ClusterCIDR()}
+	ranges := []*net.IPNet{p.Underlay(), p.ServiceCIDR(), p.ClusterCIDR(), p.Secondary()}
+	for i := 1; i <= lab.MaxNodes; i++ {
+		if n := p.SecondaryCIDR(i); !p.Secondary().Contains(n.IP) || !p.Secondary().Contains(lastAddr(n)) {
+			t.Errorf("node %d: secondary range %s outside %s", i, n, p.Secondary())
+		}
+	}
 	for i, a := range ranges {
 		if !p.Block().Contains(a.IP) {
 			t.Errorf("%s outside block", a)

@@ -138,6 +138,7 @@ func createActions(gatewayAPI bool) []action {
 		{"waiting for nodes to be Ready", waitNodesReady},
 		{"installing CoreDNS and a RuntimeClass per runtime handler", installAddons},
 		{"waiting for CoreDNS", waitCoreDNS},
+		{"installing Multus' NetworkAttachmentDefinition CRD and the secondary network", installMultus},
 		{"starting the external host and the egress gateway", setupExternal},
 		{"starting the lab registry", setupRegistry},
 		{"installing the Gateway API", installGatewayAPI(gatewayAPI)},

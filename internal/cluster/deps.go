@@ -69,6 +69,11 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		return err
 	}
 	comps = append(comps, reg...)
+	mu, err := multusComponents(o.Multus)
+	if err != nil {
+		return err
+	}
+	comps = append(comps, mu...)
 	if _, err := os.Stat(o.Cache.Path(binaries.PauseBinary)); err != nil {
 		return fmt.Errorf("missing %s, which is built from this repository: run scripts/setup.sh", o.Cache.Path(binaries.PauseBinary))
 	}

@@ -43,7 +43,7 @@ func dpNode(s Spec, n node) datapath.Node {
 	p, i := s.Plan(), n.index
 	dn := datapath.Node{
 		Name: n.name, Netns: n.netns, Uplink: nodeUplink,
-		IP: p.NodeIP(i), PodCIDR: p.PodCIDR(i), Gateway: p.PodGateway(i),
+		IP: p.NodeIP(i), PodCIDR: p.PodCIDR(i), Gateway: p.PodGateway(i), Secondary: p.SecondaryCIDR(i),
 		CNIConfDir: n.cniConfDir(),
 		DataDir:    filepath.Join(n.dir, "cni"),
 	}

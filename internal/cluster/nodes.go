@@ -54,6 +54,11 @@ func startNodes(ctx context.Context, ac *actionContext) error {
 	if err := ac.dp.Setup(ctx, dpc); err != nil {
 		return fmt.Errorf("datapath %s: %w", ac.dp.Name(), err)
 	}
+	if s.Multus {
+		if err := datapath.SetupMultus(dpc); err != nil {
+			return err
+		}
+	}
 	env := nodeEnv{spec: s, layout: ac.layout, bins: ac.bins, procs: ac.procs, waits: ac.waits}
 	rt := newNodeRuntime(env, ac.archives)
 	err := parallel(s.Nodes, func(i int) error {
@@ -80,7 +85,7 @@ func dpCluster(s Spec, l Layout, bins binPaths) datapath.Cluster {
 	p := s.Plan()
 	dpc := datapath.Cluster{Name: s.Name, ClusterCIDR: p.ClusterCIDR(), ServiceCIDR: p.ServiceCIDR(),
 		Kubeconfig: l.Kubeconfig(s.Name), APIServer: "https://" + p.ControlPlaneIP().String() + ":6443",
-		Bin: bins.any, StateDir: l.Dir(s.Name), MTU: s.UnderlayMTU(), Family: s.Family()}
+		Bin: bins.any, StateDir: l.Dir(s.Name), MTU: s.UnderlayMTU(), Family: s.Family(), Secondary: p.Secondary()}
 	if p.HasIPv6() {
 		dpc.ClusterCIDR6 = p.ClusterCIDR6()
 	}

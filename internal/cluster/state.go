@@ -69,6 +69,7 @@ type specFile struct {
 	GatewayAPI        bool     `json:"gatewayAPI,omitempty"`
 	// HasRegistry is the cluster's lab registry (LocalConfig.Registry).
 	HasRegistry bool      `json:"registry,omitempty"`
+	Multus      bool      `json:"multus,omitempty"`
 	MTU         int       `json:"mtu,omitempty"`
 	IPFamily    string    `json:"ipFamily,omitempty"`
 	ImageStore  string    `json:"imageStore,omitempty"`
@@ -85,7 +86,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 	c := s.LocalConfig
 	return json.Marshal(specFile{Name: c.Name, Index: s.Index, Nodes: c.Nodes, Datapath: c.Datapath, ProxyMode: c.ProxyMode,
 		KubernetesVersion: c.Kubernetes, Cgroups: s.Cgroups, CRI: c.CRI, Runtimes: s.Runtimes, HasExternal: s.HasExternal,
-		GatewayAPI: s.GatewayAPI, HasRegistry: c.Registry, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
+		GatewayAPI: s.GatewayAPI, HasRegistry: c.Registry, Multus: c.Multus, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
 		Status: s.Status, Created: s.Created, Images: s.Images})
 }
 
@@ -97,7 +98,7 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 	}
 	*s = Spec{
 		LocalConfig: lab.LocalConfig{Name: f.Name, Datapath: f.Datapath, ProxyMode: f.ProxyMode, Nodes: f.Nodes,
-			Kubernetes: cmp.Or(f.KubernetesVersion, kubernetesBeforeChoice), CRI: f.CRI, Registry: f.HasRegistry,
+			Kubernetes: cmp.Or(f.KubernetesVersion, kubernetesBeforeChoice), CRI: f.CRI, Registry: f.HasRegistry, Multus: f.Multus,
 			MTU: f.MTU, IPFamily: f.IPFamily},
 		Index: f.Index, Cgroups: f.Cgroups, Runtimes: f.Runtimes, HasExternal: f.HasExternal, GatewayAPI: f.GatewayAPI,
 		ImageStore: f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
@@ -274,6 +275,9 @@ func (s Spec) Satisfies(want lab.LocalConfig, runtimes []string) error {
 	}
 	if want.Registry && !s.Registry {
 		have, asked = append(have, "no lab registry"), append(asked, "a lab registry")
+	}
+	if s.Multus != want.Multus {
+		differ("multus", s.Multus, want.Multus)
 	}
 	if missing := slices.DeleteFunc(slices.Clone(runtimes), func(r string) bool { return slices.Contains(s.Handlers(), r) }); len(missing) > 0 {
 		differ("runtimes", strings.Join(s.Handlers(), "/"), strings.Join(runtimes, "/"))

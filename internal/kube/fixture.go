@@ -93,6 +93,10 @@ type FixtureSpec struct {
 	// NodeProbe asks for the host-network pods of Client.ProbeNodes, which only read: a
 	// namespace the run creates is then labelled for them.
 	NodeProbe bool
+	// Secondary is the network attachment (namespace/name of a NetworkAttachmentDefinition)
+	// every pod not on the host network asks for beside the cluster network: the secondary
+	// path's. Empty: none.
+	Secondary string
 }
 
 // stages returns the pair counts the pods come up in, ending with Up (every pair by default).
@@ -319,6 +323,7 @@ func (s FixtureSpec) pod(role string, pair int) *corev1.Pod {
 		}
 		p.Spec.SecurityContext = &corev1.PodSecurityContext{Sysctls: sysctls}
 	}
+	s.attachSecondary(p)
 	isServer := role == RoleServerA || role == RoleServerB || role == RoleHostServer || role == RoleLocal
 	if isServer {
 		for _, srv := range s.ServersOf(role, pair) {

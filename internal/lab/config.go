@@ -48,6 +48,10 @@ type LocalConfig struct {
 	// or dual (both; IPv4 first). "": an existing cluster's, whatever it is; a new one gets
 	// ipv4.
 	IPFamily string `json:"ipFamily,omitempty"`
+	// Multus makes Multus the cluster's CNI, with the datapath as the network it delegates
+	// every pod to (its cluster network), and gives the cluster the NetworkAttachmentDefinition
+	// CRD and a macvlan secondary network (SecondaryNetwork) that pods can ask for.
+	Multus bool `json:"multus,omitempty"`
 }
 
 // WithDefaults fills the settings left empty (zero nodes included) with their defaults; the
@@ -102,6 +106,9 @@ func (c LocalConfig) Validate() error {
 	if err := CheckIPFamily(c.IPFamily, c.Datapath); err != nil {
 		errs = append(errs, err)
 	}
+	if err := CheckMultus(c.Multus, c.Datapath); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 
@@ -121,6 +128,17 @@ func CheckIPFamily(family, datapath string) error {
 		return fe
 	}
 	return nil
+}
+
+// CheckMultus refuses Multus on a datapath it cannot delegate to, as a *setting.Error.
+func CheckMultus(multus bool, datapath string) error {
+	dp, err := LookupDatapath(datapath)
+	if !multus || err != nil || dp.UnderMultus {
+		return nil
+	}
+	return &setting.Error{Name: "multus", Value: "true",
+		Want: fmt.Sprintf("Multus delegates here to %s only, not to datapath %s; expected false (or leave it out) for it",
+			strings.Join(DatapathsWhere(func(d Datapath) bool { return d.UnderMultus }), ", "), datapath)}
 }
 
 // checkProxyMode refuses a kube-proxy mode the datapath cannot run with.

@@ -97,6 +97,8 @@ type Datapath struct {
 	// NeedsIPv4 says why the datapath's local clusters cannot be IPv6-only (every datapath
 	// builds dual-stack); "" when they can.
 	NeedsIPv4 string
+	// UnderMultus: a cluster with Multus (LocalConfig.Multus) can delegate its pods to it.
+	UnderMultus bool
 }
 
 // Datapaths lists the datapaths a local cluster can have, sorted by name.
@@ -108,11 +110,16 @@ func Datapaths() []Datapath {
 		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true,
 			NeedsIPv4: "its egress gateway, on with kube-proxy replacement here, requires IPv4 masquerading"},
 		{Name: "cilium-native", EnforcesNetworkPolicy: true},
-		{Name: "cilium-vxlan", EnforcesNetworkPolicy: true},
-		{Name: "flannel-host-gw"},
-		{Name: "flannel-vxlan"},
+		{Name: "cilium-vxlan", EnforcesNetworkPolicy: true, UnderMultus: true},
+		{Name: "flannel-host-gw", UnderMultus: true},
+		{Name: "flannel-vxlan", UnderMultus: true},
 	}
 }
+
+// SecondaryNetwork is the NetworkAttachmentDefinition a local cluster with Multus offers, as a
+// pod's k8s.v1.cni.cncf.io/networks annotation names it (namespace/name): a macvlan interface
+// in bridge mode over the node's uplink, addressed from a range of the cluster's own.
+const SecondaryNetwork = "default/cnb-secondary"
 
 // IP families of a local cluster (LocalConfig.IPFamily) and of a run's traffic (a suite's
 // families).

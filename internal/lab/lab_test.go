@@ -73,6 +73,8 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.MTU = 1279 }, "mtu: 1279: expected 1280 to 9000 bytes"},
 		{func(c *LocalConfig) { c.MTU = 9001 }, "mtu: 9001: expected 1280 to 9000 bytes"},
 		{func(c *LocalConfig) { c.IPFamily = "v6" }, `ipFamily: "v6": expected one of ipv4, ipv6, dual`},
+		{func(c *LocalConfig) { c.Multus = true }, `multus: true: Multus delegates here to cilium-vxlan, flannel-host-gw, flannel-vxlan only, not to datapath bridge`},
+		{func(c *LocalConfig) { c.Datapath, c.ProxyMode, c.Multus = "cilium-kpr", ProxyNone, true }, `multus: true: Multus delegates here to`},
 		{func(c *LocalConfig) { c.Datapath, c.IPFamily = "cilium-kpr", IPv6 }, `ipFamily: "ipv6": datapath cilium-kpr needs IPv4 beside IPv6 (its egress gateway`},
 	} {
 		cfg := ok
@@ -85,6 +87,11 @@ func TestLocalConfigValidate(t *testing.T) {
 	}
 	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {
 		t.Errorf("cilium-kpr without kube-proxy: %v", err)
+	}
+	for _, dp := range []string{"flannel-vxlan", "cilium-vxlan"} {
+		if err := (LocalConfig{Datapath: dp, Multus: true}).WithDefaults().Validate(); err != nil {
+			t.Errorf("%s under Multus: %v", dp, err)
+		}
 	}
 	for _, f := range []string{IPv6, DualStack} {
 		if err := (LocalConfig{Datapath: "flannel-vxlan", IPFamily: f}).WithDefaults().Validate(); err != nil {

@@ -38,6 +38,7 @@ type target struct {
 	lost         Loss            // what of its cluster went down during the run
 	ext          *externalHost   // the server outside the cluster, for the egress paths
 	gateway      *splitGateway   // the Gateway API split, for the gateway path
+	secondary    string          // the network attachment of the secondary path; "": none
 	profiler     cpuProfiler     // nil: the run records no CPU profiles of this target
 }
 
@@ -172,6 +173,12 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.client = got.Client
 	// A copy: the targets of one cluster share its provider and add facts of their own.
 	known := maps.Clone(got.Facts)
+	if suite.PathsNeed(r.opts.Suite.Paths, suite.NeedsSecondary) {
+		if got.Secondary.Network == "" {
+			return tg, fmt.Errorf("target %s: path %s: %s", t.Name, suite.Secondary, got.Secondary.Why)
+		}
+		tg.secondary = got.Secondary.Network
+	}
 	placement, runtimeClass, err := r.place(ctx, tg, t)
 	if err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
@@ -276,7 +283,7 @@ func (r *run) deploy(ctx context.Context, tg *target, t suite.Target, profile tu
 	spec := kube.FixtureSpec{
 		Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret, RuntimeClass: runtimeClass, Family: t.Family, Up: up,
 		Placement: placement, Servers: sets, Roles: rs, TolerateTaints: r.opts.Placement.TolerateTaints, Levels: r.opts.Suite.Pairs, Sysctls: profile.Sysctls,
-		NetAdmin: len(profile.Offloads) > 0,
+		NetAdmin: len(profile.Offloads) > 0, Secondary: tg.secondary,
 		OnStage: func(st kube.Stage) {
 			r.progress("target %s: %d pairs up (%d new) in %.1fs: %s", t.Name, st.Pairs, st.NewPairs, st.Took.Seconds(), st.Pods)
 		},

@@ -39,6 +39,8 @@ type Provided struct {
 	// External is the server outside the cluster; nil: the egress paths cannot be measured.
 	External *External
 	Gateway  GatewayOffer
+	// Secondary is the network attachment the secondary path takes.
+	Secondary SecondaryOffer
 	// ProfileDir is where the CPU profiles of the cluster's samples are recorded: set only by a
 	// provider whose nodes run on this host's CPUs (a local cluster).
 	ProfileDir string
@@ -55,6 +57,15 @@ type External struct {
 	GatewayNode string
 	TokenFile   string // the agent's token
 	CAFile      string // the CA of the agent's TLS certificate; empty: plain HTTP
+}
+
+// SecondaryOffer is what a provider says of a target's secondary network: the network
+// attachment its pods can ask for beside the cluster network.
+type SecondaryOffer struct {
+	// Network is the NetworkAttachmentDefinition, namespace/name, as a pod's
+	// k8s.v1.cni.cncf.io/networks annotation names it; empty: none.
+	Network string
+	Why     string // why none, when none
 }
 
 // ProviderRun is what a provider is told of the run it serves.
@@ -182,6 +193,7 @@ func (p *remoteProvider) Ensure(context.Context) (Provided, error) {
 	got := Provided{Client: client, Image: p.image, Facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.Gateway = GatewayOffer{Available: p.target.GatewayClassName != "", ClassName: p.target.GatewayClassName,
 		Why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
+	got.Secondary = SecondaryOffer{Why: "a remote cluster's network attachments are not measured yet: the path runs on local clusters with multus: true"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
 		got.External = &External{Control: e.Address, Direct: host, ViaGateway: e.GatewayAddress, TokenFile: e.TokenFile, CAFile: e.CAFile}

@@ -36,9 +36,12 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 		switch p.Address {
 		case suite.AddrNone:
 			// No server and no path: the workload runs in the client container alone.
-		case suite.AddrPod, suite.AddrService, suite.AddrLoopback:
+		case suite.AddrPod, suite.AddrService, suite.AddrLoopback, suite.AddrSecondary:
 			srv := f.Spec.ServersOf(p.Server, i)[server]
 			e.target, e.port = serverAddress(f, p, i), srv.Port
+			if e.target == "" && p.Address == suite.AddrSecondary {
+				return nil, fmt.Errorf("path %s: pod %s has no address on network %s", path, pod(p.Server), f.Spec.Secondary)
+			}
 			e.statPods = append(e.statPods, podContainer{pod(p.Server), srv.Name})
 		case suite.AddrGateway:
 			var err error
@@ -68,6 +71,8 @@ func serverAddress(f *kube.Fixture, p suite.Path, i int) string {
 		return f.ServiceIPs[i]
 	case suite.AddrLoopback:
 		return loopback(f.Family())
+	case suite.AddrSecondary:
+		return f.SecondaryIP(p.Server, i)
 	}
 	return f.PodIP(p.Server, i)
 }

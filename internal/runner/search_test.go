@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/cnibench/cnibench/internal/kube"
@@ -81,5 +82,27 @@ func TestEndpointsHostNetworkOnly(t *testing.T) {
 	ends, err := tg.endpoints(suite.HostNetwork, 0, 1)
 	if err != nil || len(ends) != 1 || ends[0].clientPod != "hc" || ends[0].target != "10.0.0.12" || ends[0].port != 5201 {
 		t.Errorf("endpoints = %+v, %v", ends, err)
+	}
+}
+
+// TestEndpointsSecondary: the secondary path's client connects to the server's address on the
+// network attachment, not its pod IP, and a server without one is an error naming both.
+func TestEndpointsSecondary(t *testing.T) {
+	status := `[{"name":"cnb-flannel-node2","interface":"eth0","ips":["10.200.129.4"],"default":true},{"name":"default/cnb-secondary","interface":"net1","ips":["10.200.66.2"]}]`
+	pod := func(name, ip, networks string) *corev1.Pod {
+		return &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: name, Annotations: map[string]string{kube.AnnotationNetworkStatus: networks}},
+			Status: corev1.PodStatus{PodIP: ip}}
+	}
+	tg := &target{fixture: &kube.Fixture{
+		Spec: kube.FixtureSpec{Secondary: "default/cnb-secondary", Servers: [][]kube.Server{{{Name: "iperf3", Port: 5201}}}},
+		Pods: map[string][]*corev1.Pod{kube.RoleClient: {pod("c", "10.200.128.3", "")}, kube.RoleServerB: {pod("b", "10.200.129.4", status)}},
+	}}
+	ends, err := tg.endpoints(suite.Secondary, 0, 1)
+	if err != nil || len(ends) != 1 || ends[0].clientPod != "c" || ends[0].target != "10.200.66.2" || ends[0].port != 5201 {
+		t.Errorf("endpoints = %+v, %v", ends, err)
+	}
+	tg.fixture.Pods[kube.RoleServerB][0].Annotations = nil
+	if _, err := tg.endpoints(suite.Secondary, 0, 1); err == nil || !strings.Contains(err.Error(), "pod b has no address on network default/cnb-secondary") {
+		t.Errorf("a server without the attachment: %v", err)
 	}
 }

@@ -17,6 +17,10 @@ const (
 	// Gateway is a pod to a Gateway API gateway whose HTTPRoute splits requests by weight
 	// between two backends on the other node: the path of the gateway-split workload.
 	Gateway = "gateway"
+	// Secondary is pod to pod across nodes over the pods' second interface, a network
+	// attachment (a local cluster with Multus: macvlan over the nodes' underlay) instead of the
+	// cluster network.
+	Secondary = "secondary"
 	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
 	// suite lists, but the one their samples carry.
 	InPod = "in-pod"
@@ -48,6 +52,8 @@ const (
 	// node.
 	AddrExternalViaGateway
 	AddrGateway // the Gateway API gateway, whose route splits requests between two backends
+	// AddrSecondary is the server pod's address on its secondary network attachment.
+	AddrSecondary
 )
 
 // Node says where a path's server runs, seen from its client, which runs on the first node.
@@ -69,6 +75,9 @@ const (
 	NeedsExternal      Feature = "an external host"
 	NeedsEgressGateway Feature = "an egress gateway node"
 	NeedsGatewayAPI    Feature = "the Gateway API"
+	// NeedsSecondary is a secondary network the pods can attach to (a
+	// NetworkAttachmentDefinition and Multus).
+	NeedsSecondary Feature = "a secondary network"
 )
 
 // Path is what the code knows of one path: where its ends run, what it needs of a target and
@@ -125,6 +134,8 @@ func PathTable() []Path {
 			Needs: []Feature{NeedsExternal, NeedsEgressGateway}, Listed: true},
 		{Name: Gateway, Client: PodClient, ServerNode: NodeOther, Address: AddrGateway,
 			Needs: []Feature{NeedsGatewayAPI}, Listed: true},
+		{Name: Secondary, Client: PodClient, Server: PodServerB, ServerNode: NodeOther, Address: AddrSecondary,
+			Needs: []Feature{NeedsSecondary}, Listed: true},
 		{Name: InPod, Client: PodClient, ServerNode: NodeSame, Address: AddrNone},
 	}
 }

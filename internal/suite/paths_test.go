@@ -8,7 +8,7 @@ import (
 // TestPathTable holds the table to the lists the suite, the checks and the reports knew
 // before it: every path once, in display order, the one-node paths and the egress ones.
 func TestPathTable(t *testing.T) {
-	if got, want := AllPaths(), []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway}; !reflect.DeepEqual(got, want) {
+	if got, want := AllPaths(), []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway, Secondary}; !reflect.DeepEqual(got, want) {
 		t.Errorf("AllPaths() = %v, want %v", got, want)
 	}
 	if got, want := OneNodePaths(), []string{SameNode, Localhost}; !reflect.DeepEqual(got, want) {
@@ -27,7 +27,7 @@ func TestPathTable(t *testing.T) {
 			t.Errorf("path %s has no client pod", p.Name)
 		}
 		// A server in the fixture is reached at a pod's, a Service's or the loopback address.
-		if inFixture := p.Address == AddrPod || p.Address == AddrService || p.Address == AddrLoopback; inFixture != (p.Server != "") {
+		if inFixture := p.Address == AddrPod || p.Address == AddrService || p.Address == AddrLoopback || p.Address == AddrSecondary; inFixture != (p.Server != "") {
 			t.Errorf("path %s: server pod %q with address %d", p.Name, p.Server, p.Address)
 		}
 	}

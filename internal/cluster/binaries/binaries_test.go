@@ -69,6 +69,7 @@ func TestComponentsTable(t *testing.T) {
 		K6:         {"k6"},
 		Registry:   {"registry"},
 		Stream:     {"stream"},
+		Multus:     {"multus", "multus-crds.yaml"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -86,7 +87,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 34 + 6*len(lab.KubernetesVersions()); len(seen) != want {
+	if want := 36 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

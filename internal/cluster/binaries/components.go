@@ -95,7 +95,7 @@ func Components() []Component {
 	}
 	// Datapath, runtime and ingress components live in files of their own, beside
 	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
-	// gateway.go, k6.go, stream.go).
+	// gateway.go, k6.go, stream.go, multus.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
 	all = append(all, calicoComponents()...)
@@ -105,6 +105,7 @@ func Components() []Component {
 	all = append(all, gatewayComponents()...)
 	all = append(all, k6Components()...)
 	all = append(all, streamComponents()...)
+	all = append(all, multusComponents()...)
 	return append(all, registryComponents()...)
 }
 

@@ -42,6 +42,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 		K6:         "go-install",
 		Registry:   "go-install",
 		Stream:     "cargo-install",
+		Multus:     "multus-thin",
 	}
 	for _, c := range Components() {
 		if w, ok := want[c.Name]; !ok || c.recipe.name != w {
@@ -50,7 +51,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range []recipe{goInstallRecipe(), k8sWrapperRecipe(), moduleCopyRecipe(), ciliumRecipe(),
-		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe()} {
+		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe(), multusRecipe()} {
 		if seen[r.name] {
 			t.Errorf("two recipes are named %q", r.name)
 		}

@@ -24,9 +24,12 @@ type Node struct {
 	Gateway net.IP     // first address of PodCIDR, the pods' default gateway
 	// IP6, PodCIDR6 and Gateway6 are the IPv6 counterparts of IP, PodCIDR and Gateway; nil on
 	// an IPv4-only cluster.
-	IP6        net.IP
-	PodCIDR6   *net.IPNet
-	Gateway6   net.IP
+	IP6      net.IP
+	PodCIDR6 *net.IPNet
+	Gateway6 net.IP
+	// Secondary is the node's share of the cluster's secondary block (Cluster.Secondary): the
+	// addresses its pods' secondary interfaces take under Multus.
+	Secondary  *net.IPNet
 	CNIConfDir string // where the node's container runtime reads CNI configuration
 	DataDir    string // node-private state (e.g. host-local IPAM allocations)
 }
@@ -53,6 +56,9 @@ type Cluster struct {
 	Family string
 	// ClusterCIDR6 covers the nodes' IPv6 pod subnets; nil on an IPv4-only cluster.
 	ClusterCIDR6 *net.IPNet
+	// Secondary is the block of the secondary network a cluster with Multus offers, one
+	// L2 segment over the underlay: every node's Secondary is in it.
+	Secondary *net.IPNet
 }
 
 // podRanges are node n's pod subnets with their gateways, in the cluster's family order: the

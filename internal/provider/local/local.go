@@ -125,6 +125,10 @@ func (p *Provider) provided(spec cluster.Spec) (runner.Provided, error) {
 	got := runner.Provided{Client: client, Image: image, Facts: facts(spec), ProfileDir: p.Layout.Dir(spec.Name)}
 	got.Gateway = runner.GatewayOffer{Available: spec.GatewayAPI,
 		Why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
+	got.Secondary = runner.SecondaryOffer{Why: fmt.Sprintf("local cluster %s was created without Multus: delete it and the run recreates it with it (multus: true in the suite's local block, or cluster create --multus)", spec.Name)}
+	if spec.Multus {
+		got.Secondary.Network = lab.SecondaryNetwork
+	}
 	if e, ok := spec.External(); ok {
 		got.External = &runner.External{Control: e.Control, Direct: e.Direct, ViaGateway: e.ViaGateway, GatewayNode: e.GatewayNode,
 			TokenFile: p.Layout.ExternalTokenFile(spec.Name), CAFile: p.Layout.CAFile(spec.Name)}
@@ -144,6 +148,9 @@ func facts(spec cluster.Spec) map[string]string {
 				facts[k] = v
 			}
 		}
+	}
+	if spec.Multus {
+		facts["multus"] = binaries.MultusVersion + " (thin plugin), delegating to " + spec.Datapath
 	}
 	if _, own := facts["egress_gateway_impl"]; !own && spec.HasExternal {
 		facts["egress_gateway_impl"] = "plain: a route to the gateway node, nftables SNAT there"

@@ -14,7 +14,7 @@ var notDaemons = map[string]bool{
 	"bridge": true, "ptp": true, "macvlan": true, "loopback": true, "host-local": true,
 	"bandwidth": true, "portmap": true, "firewall": true, "tuning": true,
 	"ctr": true, "kubectl": true, "flannel": true, "cilium-cni": true, "cilium-dbg": true,
-	"calico": true, "calico-ipam": true,
+	"calico": true, "calico-ipam": true, "multus": true,
 }
 
 // TestDaemonNamesCoverEveryBuiltBinary fails when a component gains a binary that the host
