@@ -35,7 +35,7 @@ workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
 repetitions: 3
-duration: 5s
+duration: 2s
 warmup: off
 `
 
@@ -51,7 +51,7 @@ workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
 repetitions: 3
-duration: 5s
+duration: 2s
 warmup: off
 `
 
