@@ -6,6 +6,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -15,11 +16,18 @@ import (
 // known name, which the JSON decoder behind yaml.UnmarshalStrict cannot say. A document that
 // is not YAML is left to that decoder's own error.
 func checkFields(data []byte) error {
+	if err := checkText(data); err != nil {
+		return err
+	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(data, &doc); err != nil || len(doc.Content) == 0 {
 		return nil
 	}
-	return walkFields(doc.Content[0], reflect.TypeOf(Suite{}), "")
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode && root.Tag != "!!null" {
+		return fmt.Errorf("line %d: expected the suite's fields (a mapping such as \"paths: [cross-node]\"), got %s", root.Line, nodeKind(root))
+	}
+	return walkFields(root, reflect.TypeOf(Suite{}), "")
 }
 
 // unmarshalerType is the interface of types that read their own value (Duration, Fraction):
@@ -31,9 +39,15 @@ func walkFields(n *yaml.Node, t reflect.Type, path string) error {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return nil
+		return checkScalar(n, t, path)
 	}
 	switch {
+	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			if err := walkFields(n.Content[i+1], t.Elem(), path+"."+n.Content[i].Value); err != nil {
+				return err
+			}
+		}
 	case t.Kind() == reflect.Slice && n.Kind == yaml.SequenceNode:
 		for i, item := range n.Content {
 			if err := walkFields(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); err != nil {
@@ -56,6 +70,68 @@ func walkFields(n *yaml.Node, t reflect.Type, path string) error {
 				return err
 			}
 		}
+	}
+	return nil
+}
+
+// checkText reports the first character YAML does not take (a byte that is not UTF-8, a
+// control character) by its line and byte offset, which the YAML decoder does not say.
+func checkText(data []byte) error {
+	line := 1
+	for i := 0; i < len(data); {
+		r, size := utf8.DecodeRune(data[i:])
+		switch {
+		case r == utf8.RuneError && size == 1:
+			return fmt.Errorf("line %d: byte %d: expected UTF-8 text, got byte 0x%02x", line, i, data[i])
+		case !printable(r) && !(r == '\uFEFF' && i == 0):
+			return fmt.Errorf("line %d: byte %d: expected text, got control character %U", line, i, r)
+		case r == '\n':
+			line++
+		}
+		i += size
+	}
+	return nil
+}
+
+// printable is YAML's set of characters a document may hold (YAML 1.2, 5.1).
+func printable(r rune) bool {
+	switch {
+	case r == '\t' || r == '\n' || r == '\r' || r == 0x85:
+		return true
+	case r < 0x20 || r == 0x7F || r >= 0x80 && r < 0xA0 || r == '\uFEFF':
+		return false
+	case r >= 0xD800 && r < 0xE000 || r == 0xFFFE || r == 0xFFFF:
+		return false
+	}
+	return true
+}
+
+// nodeKind names a YAML node's kind for an error.
+func nodeKind(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.AliasNode:
+		return "an alias"
+	}
+	return fmt.Sprintf("%q", n.Value)
+}
+
+// checkScalar reads a scalar of a type that reads its own value (a duration, a fraction) as
+// the decoder will, so that a value it refuses is reported at its line and path, which the
+// type's own error ("expected a duration such as 5s") cannot say. What is not a plain scalar
+// is left to the decoder.
+func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
+	var v any
+	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Decode(&v) != nil {
+		return nil
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil
+	}
+	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(b); err != nil {
+		return fmt.Errorf("line %d: %s: %w", n.Line, path, err)
 	}
 	return nil
 }

@@ -5,6 +5,8 @@
 package suite
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -355,6 +357,12 @@ func Parse(data []byte) (Suite, error) {
 		return Suite{}, fmt.Errorf("suite: %w", err)
 	}
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
+		// A document that is one value, not fields (what YAML libraries read as a string
+		// where checkFields's reads a null), has no field to name.
+		var whole *json.UnmarshalTypeError
+		if errors.As(err, &whole) && whole.Field == "" {
+			return Suite{}, fmt.Errorf("suite: top level: expected the suite's fields (a mapping such as \"paths: [cross-node]\"), got a %s", whole.Value)
+		}
 		return Suite{}, fmt.Errorf("suite: %w", err)
 	}
 	s.fillDefaults()
