@@ -1,6 +1,7 @@
 package suite
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -9,6 +10,7 @@ import (
 	"unicode/utf8"
 
 	"go.yaml.in/yaml/v3"
+	sigsyaml "sigs.k8s.io/yaml"
 )
 
 // checkFields reads a suite file's YAML as a tree and reports the first key that no field of
@@ -119,18 +121,23 @@ func nodeKind(n *yaml.Node) string {
 
 // checkScalar reads a scalar of a type that reads its own value (a duration, a fraction) as
 // the decoder will, so that a value it refuses is reported at its line and path, which the
-// type's own error ("expected a duration such as 5s") cannot say. What is not a plain scalar
-// is left to the decoder.
+// type's own error ("expected a duration such as 5s") cannot say. A plain scalar is read as
+// the decoder reads it (YAML 1.1: "no" is false); one with an explicit tag is left to it.
 func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
-	var v any
-	if n.Kind != yaml.ScalarNode || n.Tag == "!!null" || n.Decode(&v) != nil {
+	if n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle != 0 {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	var b []byte
+	var err error
+	if n.Style == 0 {
+		b, err = sigsyaml.YAMLToJSON([]byte(n.Value))
+	} else {
+		b, err = json.Marshal(n.Value)
+	}
+	if err != nil || string(bytes.TrimSpace(b)) == "null" {
 		return nil
 	}
-	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(b); err != nil {
+	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(bytes.TrimSpace(b)); err != nil {
 		return fmt.Errorf("line %d: %s: %w", n.Line, path, err)
 	}
 	return nil
