@@ -67,6 +67,7 @@ func checkSuite(t *testing.T, data []byte) {
 		checkSuiteError(t, err)
 		return
 	}
+	checkFinite(t, s)
 	stored := s.YAML()
 	again, err := Parse([]byte(stored))
 	if err != nil {
@@ -75,6 +76,12 @@ func checkSuite(t *testing.T, data []byte) {
 	if again.YAML() != stored {
 		t.Fatalf("the stored YAML changed on a round trip:\n%s\n---\n%s", stored, again.YAML())
 	}
+}
+
+// checkFinite fails t when an accepted suite holds a fraction that is not a number.
+func checkFinite(t *testing.T, s Suite) {
+	t.Helper()
+	fuzzcheck.Finite(t, "suite", map[string]float64{"precision": float64(s.Precision), "margin": float64(s.Margin)})
 }
 
 // FuzzParse reads suite files.
@@ -132,9 +139,11 @@ func FuzzReference(f *testing.F) {
 func FuzzOverrides(f *testing.F) {
 	f.Add("1,10,40", "none,allow+100", "same-node,cross-node", "cilium-vxlan", "runc", "5%", 3, int64(5))
 	f.Add("0", "allow+1,allow+1", "", "", "", "off", -1, int64(-1))
+	f.Add("", "", "", "", "", "NaN", 0, int64(0))
 	f.Add(" 2 ,x", "deny", "localhost", "bridge,bridge", "gvisor,kata", "150%", 1001, int64(1<<40))
 	f.Fuzz(func(t *testing.T, pairs, policies, paths, datapaths, runtimes, precision string, repetitions int, seconds int64) {
 		var o Overrides
+		var s Suite
 		var err error
 		fuzzcheck.Within(t, "overrides", func() {
 			if pairs != "" {
@@ -147,18 +156,22 @@ func FuzzOverrides(f *testing.F) {
 					return
 				}
 			}
-			if precision != "" {
-				if o.Precision, err = ParseFraction(precision); err != nil {
-					err = &setting.Error{Name: "precision", Err: err}
-					return
-				}
+			if err = o.SetPrecision(precision); err != nil {
+				return
 			}
 			o.Paths, o.Datapaths, o.Runtimes = list(paths), list(datapaths), list(runtimes)
 			o.Repetitions, o.Duration = repetitions, time.Duration(seconds)*time.Second
-			_, err = Resolve("", o)
+			s, err = Resolve("", o)
 		})
 		if err != nil {
 			checkSuiteError(t, err)
+			return
+		}
+		checkFinite(t, s)
+		// The effective suite is stored with the run, to be re-run exactly.
+		again, err := Parse([]byte(s.YAML()))
+		if err != nil || again.YAML() != s.YAML() {
+			t.Fatalf("the stored YAML of a resolved suite does not read back: %v\n%s", err, s.YAML())
 		}
 	})
 }

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -147,7 +148,7 @@ func (f *Fraction) UnmarshalJSON(b []byte) error {
 func ParseFraction(s string) (float64, error) {
 	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("expected a percentage such as 5%%, got %q", s)
 	}
 	if pct {
