@@ -18,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
+	"github.com/cnibench/cnibench/internal/yamlerr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -364,7 +365,7 @@ func Parse(data []byte) (Suite, error) {
 		if errors.As(err, &whole) && whole.Field == "" {
 			return Suite{}, fmt.Errorf("suite: top level: expected the suite's fields (a mapping such as \"paths: [cross-node]\"), got a %s", whole.Value)
 		}
-		return Suite{}, fmt.Errorf("suite: %w", err)
+		return Suite{}, fmt.Errorf("suite: %w", yamlerr.Locate(data, err))
 	}
 	s.fillDefaults()
 	return s, s.Validate()

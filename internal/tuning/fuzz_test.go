@@ -18,7 +18,7 @@ func FuzzParse(f *testing.F) {
 		var err error
 		fuzzcheck.Within(t, "tuning Parse", func() { p, err = Parse(data) })
 		if err != nil {
-			fuzzcheck.Names(t, err, "line ", "field ", "name: ", "sysctls: ", "offloads: ")
+			fuzzcheck.Names(t, err, "line ", "field ", "top level", "name: ", "sysctls: ", "offloads: ")
 			return
 		}
 		if err := p.Validate(); err != nil {

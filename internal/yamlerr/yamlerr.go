@@ -1,0 +1,48 @@
+// Package yamlerr locates a YAML document's syntax error that the YAML libraries report
+// without a line ("found unexpected end of stream", "unknown anchor 'x' referenced"), so that
+// a refused file's error names where it went wrong.
+package yamlerr
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Locate returns err with the line the document data first fails to parse at, or err itself
+// when its text names a line already or the document parses.
+func Locate(data []byte, err error) error {
+	if err == nil || strings.Contains(err.Error(), "line ") {
+		return err
+	}
+	if line := failingLine(data); line > 0 {
+		return fmt.Errorf("line %d: %w", line, err)
+	}
+	return err
+}
+
+// failingLine is a line n such that the document's first n-1 lines parse and its first n do
+// not, found by bisection (log2 of the lines parses, each bounded by the document's size);
+// 0 when the whole document parses.
+func failingLine(data []byte) int {
+	lines := bytes.SplitAfter(data, []byte("\n"))
+	parses := func(n int) bool {
+		var doc yaml.Node
+		return yaml.Unmarshal(bytes.Join(lines[:n], nil), &doc) == nil
+	}
+	if parses(len(lines)) {
+		return 0
+	}
+	lo, hi := 0, len(lines) // parses(lo), !parses(hi)
+	for hi-lo > 1 {
+		mid := (lo + hi) / 2
+		if parses(mid) {
+			lo = mid
+		} else {
+			hi = mid
+		}
+	}
+	return hi
+}
