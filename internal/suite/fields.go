@@ -37,11 +37,12 @@ func checkFields(data []byte) error {
 var unmarshalerType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
 
 func walkFields(n *yaml.Node, t reflect.Type, path string) error {
+	nullable := t.Kind() == reflect.Pointer
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	if reflect.PointerTo(t).Implements(unmarshalerType) {
-		return checkScalar(n, t, path)
+		return checkScalar(n, t, path, nullable)
 	}
 	switch {
 	case t.Kind() == reflect.Map && n.Kind == yaml.MappingNode:
@@ -122,8 +123,9 @@ func nodeKind(n *yaml.Node) string {
 // checkScalar reads a scalar of a type that reads its own value (a duration, a fraction) as
 // the decoder will, so that a value it refuses is reported at its line and path, which the
 // type's own error ("expected a duration such as 5s") cannot say. A plain scalar is read as
-// the decoder reads it (YAML 1.1: "no" is false); one with an explicit tag is left to it.
-func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
+// the decoder reads it (YAML 1.1: "no" is false); one with an explicit tag is left to it. The
+// decoder gives a null to the type itself, unless the field is a pointer (nullable).
+func checkScalar(n *yaml.Node, t reflect.Type, path string, nullable bool) error {
 	if n.Kind != yaml.ScalarNode || n.Style&yaml.TaggedStyle != 0 {
 		return nil
 	}
@@ -134,7 +136,7 @@ func checkScalar(n *yaml.Node, t reflect.Type, path string) error {
 	} else {
 		b, err = json.Marshal(n.Value)
 	}
-	if err != nil || string(bytes.TrimSpace(b)) == "null" {
+	if err != nil || nullable && string(bytes.TrimSpace(b)) == "null" {
 		return nil
 	}
 	if err := reflect.New(t).Interface().(json.Unmarshaler).UnmarshalJSON(bytes.TrimSpace(b)); err != nil {

@@ -1,6 +1,6 @@
-// Package yamlerr locates a YAML document's syntax error that the YAML libraries report
-// without a line ("found unexpected end of stream", "unknown anchor 'x' referenced"), so that
-// a refused file's error names where it went wrong.
+// Package yamlerr locates a YAML document's error that the YAML library reports without a
+// line ("found unexpected end of stream", "unknown anchor 'x' referenced", a null map key),
+// so that a refused file's error names where it went wrong.
 package yamlerr
 
 import (
@@ -8,7 +8,7 @@ import (
 	"fmt"
 	"strings"
 
-	"go.yaml.in/yaml/v3"
+	"sigs.k8s.io/yaml"
 )
 
 // Locate returns err with the line the document data first fails to parse at, or err itself
@@ -23,14 +23,15 @@ func Locate(data []byte, err error) error {
 	return err
 }
 
-// failingLine is a line n such that the document's first n-1 lines parse and its first n do
-// not, found by bisection (log2 of the lines parses, each bounded by the document's size);
+// failingLine is a line n such that the document's first n-1 lines convert to JSON and its
+// first n do not, found by bisection (log2 of the lines parses, each bounded by the document's size);
 // 0 when the whole document parses.
 func failingLine(data []byte) int {
 	lines := bytes.SplitAfter(data, []byte("\n"))
+	// The conversion to JSON that the decoders of sigs.k8s.io/yaml start with is what failed.
 	parses := func(n int) bool {
-		var doc yaml.Node
-		return yaml.Unmarshal(bytes.Join(lines[:n], nil), &doc) == nil
+		_, err := yaml.YAMLToJSON(bytes.Join(lines[:n], nil))
+		return err == nil
 	}
 	if parses(len(lines)) {
 		return 0
