@@ -63,7 +63,7 @@ func ParseTolerance(s string) (float64, error) {
 	if pct {
 		f /= 100
 	}
-	if err != nil || f < 0 || f >= 1 {
+	if err != nil || !(f >= 0 && f < 1) { // NaN too
 		return 0, fmt.Errorf("%q: expected a percentage from 0%% to below 100%%, e.g. 5%%", s)
 	}
 	return f, nil

@@ -63,7 +63,7 @@ func (cnibench) Parse(w Workload, stdout []byte) (Metrics, error) {
 	var r agentcmd.Result
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := dec.Decode(&r); err != nil {
-		return nil, fmt.Errorf("cnibench agent output: decoding JSON (%q): %w", excerpt(trimmed), err)
+		return nil, fmt.Errorf("cnibench agent output: decoding JSON (%q): %w", excerpt(trimmed), jsonPlace(err))
 	}
 	wantMode, rateMetric := "crr", MetricConnectionRate
 	if w.Kind == TCPRR {
@@ -82,21 +82,21 @@ func (cnibench) Parse(w Workload, stdout []byte) (Metrics, error) {
 	if r.DurationSec <= 0 || r.RatePerSec <= 0 {
 		return nil, fmt.Errorf("cnibench agent output: duration_s and rate_per_s: expected > 0, got %v and %v", r.DurationSec, r.RatePerSec)
 	}
-	return Metrics{
+	return finite("cnibench agent output", Metrics{
 		rateMetric:        r.RatePerSec,
 		MetricLatencyMean: r.LatencyUsec.Mean,
 		MetricLatencyP50:  r.LatencyUsec.P50,
 		MetricLatencyP90:  r.LatencyUsec.P90,
 		MetricLatencyP99:  r.LatencyUsec.P99,
 		MetricErrors:      float64(r.Errors),
-	}, nil
+	})
 }
 
 // Histogram implements HistogramSource: the agent's rr and crr clients bucket every latency.
 func (cnibench) Histogram(stdout []byte) (*stats.Hist, error) {
 	var r agentcmd.Result
 	if err := json.Unmarshal(bytes.TrimSpace(stdout), &r); err != nil {
-		return nil, fmt.Errorf("cnibench agent output: %w", err)
+		return nil, fmt.Errorf("cnibench agent output: %w", jsonPlace(err))
 	}
 	return r.Histogram, nil
 }

@@ -128,7 +128,7 @@ func (iperf3) Parse(w Workload, stdout []byte) (Metrics, error) {
 	}
 	var r iperf3Result
 	if err := json.Unmarshal(trimmed, &r); err != nil {
-		return nil, fmt.Errorf("iperf3 output: decoding JSON: %w", err)
+		return nil, fmt.Errorf("iperf3 output: decoding JSON: %w", jsonPlace(err))
 	}
 	if r.Error != "" {
 		return nil, &ToolError{Engine: NameIPerf3, Message: r.Error}
@@ -162,7 +162,7 @@ func (iperf3) Parse(w Workload, stdout []byte) (Metrics, error) {
 			m[MetricReceiverCPU] = *receiver
 		}
 	}
-	return m, nil
+	return finite("iperf3 output", m)
 }
 
 // parseIPerf3TCP fills the tcp-stream metrics.
@@ -215,4 +215,18 @@ func excerpt(b []byte) string {
 		return string(b[:limit]) + "..."
 	}
 	return string(b)
+}
+
+// jsonPlace adds the byte offset to a JSON decoding error, whose text does not say where the
+// document went wrong.
+func jsonPlace(err error) error {
+	var syntax *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &syntax):
+		return fmt.Errorf("%w (at byte %d)", err, syntax.Offset)
+	case errors.As(err, &typ):
+		return fmt.Errorf("%w (at byte %d)", err, typ.Offset)
+	}
+	return err
 }

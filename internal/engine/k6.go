@@ -85,7 +85,7 @@ func (k6) ClientArgv(w Workload, target string, port int) []string {
 func (k6) Parse(_ Workload, stdout []byte) (Metrics, error) {
 	var s split.Summary
 	if err := json.Unmarshal(stdout, &s); err != nil {
-		return nil, fmt.Errorf("parse split summary: %w", err)
+		return nil, fmt.Errorf("parse split summary: %w", jsonPlace(err))
 	}
 	if s.Requests == 0 {
 		return nil, &ToolError{Engine: NameK6, Message: "no request was answered"}
@@ -94,8 +94,8 @@ func (k6) Parse(_ Workload, stdout []byte) (Metrics, error) {
 	// A figure the test could not have (no window, no answered request) travels as NaN and
 	// is left out rather than stored as a number.
 	put := func(name string, v split.Float, scale float64) {
-		if !math.IsNaN(float64(v)) && !math.IsInf(float64(v), 0) {
-			m[name] = float64(v) * scale
+		if x := float64(v) * scale; !math.IsNaN(x) && !math.IsInf(x, 0) {
+			m[name] = x
 		}
 	}
 	put(catalog.RequestRate, s.Rate, 1)

@@ -154,7 +154,7 @@ func (sockperf) Parse(_ Workload, stdout []byte) (Metrics, error) {
 		}
 		metrics[want.metric] = v * scale
 	}
-	return metrics, nil
+	return finite("sockperf output", metrics)
 }
 
 // sockperfNumber returns submatch group of re's first match in text as a number.

@@ -118,5 +118,5 @@ func (stream) Parse(w Workload, stdout []byte) (Metrics, error) {
 	if len(m) != 4 {
 		return nil, &ToolError{Engine: NameStream, Message: fmt.Sprintf("%s: expected the copy, scale, add and triad rates, found %d: %s", w.ID(), len(m), lastLine(stdout))}
 	}
-	return m, nil
+	return finite("STREAM rate", m)
 }

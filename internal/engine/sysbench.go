@@ -73,5 +73,5 @@ func (sysbench) Parse(w Workload, stdout []byte) (Metrics, error) {
 	if len(m) != 2 {
 		return nil, &ToolError{Engine: NameSysbench, Message: w.ID() + ": the passes were not one read and one write"}
 	}
-	return m, nil
+	return finite("sysbench rate", m)
 }

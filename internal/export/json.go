@@ -2,6 +2,7 @@ package export
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"time"
@@ -125,6 +126,15 @@ func ReadJSON(r io.Reader) (Bundle, error) {
 	dec := json.NewDecoder(r)
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&doc); err != nil {
+		// The decoder's errors do not say where the document went wrong.
+		var syntax *json.SyntaxError
+		var typ *json.UnmarshalTypeError
+		switch {
+		case errors.As(err, &syntax):
+			return Bundle{}, fmt.Errorf("read json export: at byte %d: %w", syntax.Offset, err)
+		case errors.As(err, &typ):
+			return Bundle{}, fmt.Errorf("read json export: at byte %d: %w", typ.Offset, err)
+		}
 		return Bundle{}, fmt.Errorf("read json export: %w", err)
 	}
 	if doc.Format != JSONFormat && doc.Format != jsonFormatV1 {

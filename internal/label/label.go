@@ -42,9 +42,11 @@ func CheckValue(v string) error {
 	return nil
 }
 
-// ParsePair reads one "key=value".
+// ParsePair reads one "key=value". Blanks around the value are dropped, as a selector drops
+// them: "k= v" is the label a selector "k=v" picks.
 func ParsePair(s string) (key, value string, err error) {
 	k, v, ok := strings.Cut(s, "=")
+	v = strings.TrimSpace(v)
 	if !ok {
 		return "", "", fmt.Errorf("%q: expected key=value, e.g. branch=main", s)
 	}
@@ -82,7 +84,7 @@ func (s Set) String() string {
 	sort.Strings(keys)
 	parts := make([]string, len(keys))
 	for i, k := range keys {
-		parts[i] = k + "=" + s[k]
+		parts[i] = k + equals(s[k]) + s[k]
 	}
 	return strings.Join(parts, ",")
 }
@@ -115,16 +117,16 @@ func ParseSelector(s string) (Selector, error) {
 
 func parseTerm(s string) (term, error) {
 	var t term
+	// The operator is the first "=" (no key holds one) with the "!" before it or the "=" after
+	// it: a value may hold "!=" or "==" itself.
+	eq := strings.IndexByte(s, '=')
 	switch {
-	case strings.Contains(s, "!="):
-		t.key, t.value, _ = strings.Cut(s, "!=")
-		t.op = "!="
-	case strings.Contains(s, "=="):
-		t.key, t.value, _ = strings.Cut(s, "==")
-		t.op = "="
-	case strings.Contains(s, "="):
-		t.key, t.value, _ = strings.Cut(s, "=")
-		t.op = "="
+	case eq > 0 && s[eq-1] == '!':
+		t.key, t.value, t.op = s[:eq-1], s[eq+1:], "!="
+	case eq >= 0 && strings.HasPrefix(s[eq:], "=="):
+		t.key, t.value, t.op = s[:eq], s[eq+2:], "="
+	case eq >= 0:
+		t.key, t.value, t.op = s[:eq], s[eq+1:], "="
 	case strings.HasPrefix(s, "!"):
 		t.key, t.op = strings.TrimPrefix(s, "!"), "!exists"
 	default:
@@ -174,9 +176,20 @@ func (sel Selector) String() string {
 			parts[i] = t.key
 		case "!exists":
 			parts[i] = "!" + t.key
+		case "=":
+			parts[i] = t.key + equals(t.value) + t.value
 		default:
 			parts[i] = t.key + t.op + t.value
 		}
 	}
 	return strings.Join(parts, ",")
+}
+
+// equals is the operator that writes key=value so that a selector reads value back: "==" for
+// a value that starts with "=" itself.
+func equals(value string) string {
+	if strings.HasPrefix(value, "=") {
+		return "=="
+	}
+	return "="
 }

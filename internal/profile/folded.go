@@ -127,7 +127,8 @@ func isFrame(line, trimmed string) bool {
 }
 
 // commName is the command of a sample's header line ("iperf3 1234 " or "kworker/0:1 17 "):
-// everything before the pid, whose spaces become underscores, and no ";" (the separator).
+// everything before the pid, whose spaces become underscores, and no ";" (the separator). A
+// leading "#" becomes "_": folded stacks starting with one are comments (Parse).
 func commName(line string) string {
 	fields := strings.Fields(line)
 	if len(fields) > 1 {
@@ -135,7 +136,11 @@ func commName(line string) string {
 			fields = fields[:len(fields)-1]
 		}
 	}
-	return clean(strings.Join(fields, "_"))
+	name := clean(strings.Join(fields, "_"))
+	if rest, ok := strings.CutPrefix(name, "#"); ok {
+		name = "_" + rest
+	}
+	return name
 }
 
 // frameName turns "ffffffff8168da41 vxlan_xmit+0x41 ([kernel.kallsyms])" into

@@ -252,7 +252,19 @@ func decompress(r io.Reader) (io.Reader, func(), error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("k6 csv: gzip: %w", err)
 	}
-	return zr, func() { _ = zr.Close() }, nil
+	return gzipStream{zr}, func() { _ = zr.Close() }, nil
+}
+
+// gzipStream says that a read error (a truncated or corrupt file) is the compression's, not
+// the CSV's, which the CSV reader passes on without a line.
+type gzipStream struct{ r io.Reader }
+
+func (g gzipStream) Read(p []byte) (int, error) {
+	n, err := g.r.Read(p)
+	if err != nil && err != io.EOF {
+		err = fmt.Errorf("gzip: %w", err)
+	}
+	return n, err
 }
 
 // findColumns locates the columns by name: which system tags k6 writes as columns depends

@@ -5,7 +5,10 @@
 package suite
 
 import (
+	"encoding/json"
+	"errors"
 	"fmt"
+	"math"
 	"os"
 	"slices"
 	"strconv"
@@ -15,6 +18,7 @@ import (
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
+	"github.com/cnibench/cnibench/internal/yamlerr"
 	"sigs.k8s.io/yaml"
 )
 
@@ -145,7 +149,7 @@ func (f *Fraction) UnmarshalJSON(b []byte) error {
 func ParseFraction(s string) (float64, error) {
 	num, pct := strings.CutSuffix(strings.TrimSpace(s), "%")
 	v, err := strconv.ParseFloat(num, 64)
-	if err != nil {
+	if err != nil || math.IsNaN(v) || math.IsInf(v, 0) {
 		return 0, fmt.Errorf("expected a percentage such as 5%%, got %q", s)
 	}
 	if pct {
@@ -355,7 +359,13 @@ func Parse(data []byte) (Suite, error) {
 		return Suite{}, fmt.Errorf("suite: %w", err)
 	}
 	if err := yaml.UnmarshalStrict(data, &s); err != nil {
-		return Suite{}, fmt.Errorf("suite: %w", err)
+		// A document that is one value, not fields (what YAML libraries read as a string
+		// where checkFields's reads a null), has no field to name.
+		var whole *json.UnmarshalTypeError
+		if errors.As(err, &whole) && whole.Field == "" {
+			return Suite{}, fmt.Errorf("suite: top level: expected the suite's fields (a mapping such as \"paths: [cross-node]\"), got a %s", whole.Value)
+		}
+		return Suite{}, fmt.Errorf("suite: %w", yamlerr.Locate(data, err))
 	}
 	s.fillDefaults()
 	return s, s.Validate()

@@ -6,6 +6,8 @@ package tuning
 
 import (
 	"bytes"
+	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"os"
@@ -13,6 +15,8 @@ import (
 	"strings"
 
 	"sigs.k8s.io/yaml"
+
+	"github.com/cnibench/cnibench/internal/yamlerr"
 )
 
 // Default is the profile that changes nothing: the kernel's own values.
@@ -146,7 +150,12 @@ func Load(ref string) (Profile, error) {
 func Parse(data []byte) (Profile, error) {
 	var p Profile
 	if err := yaml.UnmarshalStrict(bytes.TrimSpace(data), &p); err != nil {
-		return Profile{}, err
+		// A document that is one value, not fields, has no field to name.
+		var whole *json.UnmarshalTypeError
+		if errors.As(err, &whole) && whole.Field == "" {
+			return Profile{}, fmt.Errorf("top level: expected a profile's fields (name, sysctls, offloads), got a %s", whole.Value)
+		}
+		return Profile{}, yamlerr.Locate(bytes.TrimSpace(data), err)
 	}
 	// YAML reads an unquoted on and off as booleans.
 	for k, v := range p.Offloads {
