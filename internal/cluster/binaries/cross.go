@@ -93,7 +93,9 @@ func CrossBuild(ctx context.Context, log io.Writer, moduleDir, pkg, ldflags, goa
 	if ldflags != "" {
 		args = append(args, "-ldflags="+ldflags)
 	}
-	if err := runGo(ctx, log, moduleDir, goEnv("GOOS=linux", "GOARCH="+goarch), nil, append(args, pkg)...); err != nil {
+	// -mod=readonly (the last GOFLAGS wins): a source tree's go.mod is never rewritten.
+	env := goEnv("GOOS=linux", "GOARCH="+goarch, "GOFLAGS=-mod=readonly -buildvcs=false")
+	if err := runGo(ctx, log, moduleDir, env, nil, append(args, pkg)...); err != nil {
 		return err
 	}
 	if err := os.Rename(tmp, out); err != nil {
