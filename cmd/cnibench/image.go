@@ -18,6 +18,9 @@ type imageOptions struct {
 	cacheDir string
 	push     toolsimage.PushOptions
 	layout   string // --oci-layout
+	// platforms is --platforms; empty: this machine's alone, as one image rather than an index.
+	platforms string
+	source    string // --source
 }
 
 func newImageCommand() *cobra.Command {
@@ -34,7 +37,9 @@ stress-ng and sysbench, this cnibench binary, and k6 for the gateway split), the
 the same code, and pushes it with the registry credentials docker and kubectl users already have
 (the docker config: $DOCKER_CONFIG or ~/.docker/config.json; docker login writes it). It prints the
 image's name by digest, which run --image takes. The image is built for this machine's
-architecture only: nodes of another cannot run it.`,
+architecture only, unless --platforms names more (linux/amd64,linux/arm64): then an index of
+them is pushed, the arm64 image assembled without emulation from cross-compiled binaries
+(cnibench from --source) and Debian's arm64 packages, without STREAM.`,
 		Example: `  cnibench image push registry.example.com/bench/cnibench-tools:v1
   cnibench run --kubeconfig K --image registry.example.com/bench/cnibench-tools@sha256:...`,
 		Args: cobra.ExactArgs(1),
@@ -58,6 +63,8 @@ architecture only: nodes of another cannot run it.`,
 	_ = build.MarkFlagRequired("oci-layout")
 	for _, c := range []*cobra.Command{push, build} {
 		c.Flags().StringVar(&o.cacheDir, "cache-dir", binaries.DefaultDir(), "where built binaries and images are cached (env CNIBENCH_CACHE)")
+		c.Flags().StringVar(&o.platforms, "platforms", "", "build an index of the image for these platforms, e.g. linux/amd64,linux/arm64 (default: "+toolsimage.Platform()+" only, as one image)")
+		c.Flags().StringVar(&o.source, "source", ".", "cnibench's source directory, cross-compiled for a platform other than this machine's")
 	}
 	cmd.AddCommand(push, build)
 	return cmd
@@ -72,7 +79,48 @@ func (o imageOptions) build(ctx context.Context, progress io.Writer) (v1.Image, 
 	return toolsimage.Build(ctx, toolsimage.Options{Cache: binaries.Cache{Dir: o.cacheDir}, Self: self, Progress: progress})
 }
 
+// buildIndex builds the index of --platforms.
+func (o imageOptions) buildIndex(ctx context.Context, progress io.Writer) (v1.ImageIndex, string, error) {
+	archs, err := toolsimage.ParsePlatforms(o.platforms)
+	if err != nil {
+		return nil, "", err
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", fmt.Errorf("locate the cnibench binary for the tools image: %w", err)
+	}
+	idx, built, err := toolsimage.BuildIndex(ctx, toolsimage.Options{
+		Cache: binaries.Cache{Dir: o.cacheDir}, Self: self, Progress: progress, Source: o.source,
+	}, archs)
+	if err != nil {
+		return nil, "", err
+	}
+	var names []string
+	for _, b := range built {
+		n := "linux/" + b.Arch
+		if len(b.Left) > 0 {
+			n += fmt.Sprintf(" (without %v)", b.Left)
+		}
+		names = append(names, n)
+	}
+	return idx, fmt.Sprint(names), nil
+}
+
 func (o imageOptions) runPush(ctx context.Context, out, progress io.Writer) error {
+	if o.platforms != "" {
+		idx, platforms, err := o.buildIndex(ctx, progress)
+		if err != nil {
+			return err
+		}
+		fmt.Fprintf(progress, "pushing the index of %s to %s\n", platforms, o.push.Ref)
+		o.push.Progress = progress
+		ref, err := toolsimage.PushIndex(ctx, idx, o.push)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintln(out, ref)
+		return err
+	}
 	img, built, err := o.build(ctx, progress)
 	if err != nil {
 		return err
@@ -88,6 +136,18 @@ func (o imageOptions) runPush(ctx context.Context, out, progress io.Writer) erro
 }
 
 func (o imageOptions) runBuild(ctx context.Context, out, progress io.Writer) error {
+	if o.platforms != "" {
+		idx, platforms, err := o.buildIndex(ctx, progress)
+		if err != nil {
+			return err
+		}
+		digest, err := toolsimage.WriteLayoutIndex(idx, o.layout)
+		if err != nil {
+			return err
+		}
+		_, err = fmt.Fprintf(out, "index %s of %s in OCI layout %s\n", digest, platforms, o.layout)
+		return err
+	}
 	img, built, err := o.build(ctx, progress)
 	if err != nil {
 		return err

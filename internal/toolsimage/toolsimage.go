@@ -24,7 +24,6 @@ import (
 	"github.com/google/go-containerregistry/pkg/v1/layout"
 	"github.com/google/go-containerregistry/pkg/v1/remote"
 	"github.com/google/go-containerregistry/pkg/v1/remote/transport"
-	"github.com/google/go-containerregistry/pkg/v1/tarball"
 )
 
 // Options say where the image's parts come from and where progress goes.
@@ -35,6 +34,9 @@ type Options struct {
 	Self string
 	// Progress receives a line per slow step; nil discards them.
 	Progress io.Writer
+	// Source is cnibench's module directory, from which it is cross-compiled for the image of
+	// another architecture (BuildIndex); unused for this machine's.
+	Source string
 }
 
 // Build builds the tools image (or finds it cached) as the local cluster's, with the tools of
@@ -58,13 +60,9 @@ func Build(ctx context.Context, o Options) (v1.Image, images.Image, error) {
 	if err != nil {
 		return nil, images.Image{}, err
 	}
-	tag, err := name.NewTag(built.Ref)
+	img, err := readArchive(built)
 	if err != nil {
-		return nil, images.Image{}, fmt.Errorf("tools image %s: %w", built.Ref, err)
-	}
-	img, err := tarball.ImageFromPath(built.Archive, &tag)
-	if err != nil {
-		return nil, images.Image{}, fmt.Errorf("read the tools image archive %s: %w", built.Archive, err)
+		return nil, images.Image{}, err
 	}
 	return img, built, nil
 }
@@ -95,6 +93,22 @@ type PushOptions struct {
 // Push pushes img to the registry and returns its name by digest (REPOSITORY@sha256:...),
 // which `run --image` takes.
 func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
+	return push(ctx, o, img.Digest, func(ref name.Reference, opts ...remote.Option) error {
+		return remote.Write(ref, img, opts...)
+	})
+}
+
+// PushIndex pushes idx, an index of the tools image for several architectures (BuildIndex),
+// and its images, and returns its name by digest: nodes pull the image of their own platform.
+func PushIndex(ctx context.Context, idx v1.ImageIndex, o PushOptions) (string, error) {
+	return push(ctx, o, idx.Digest, func(ref name.Reference, opts ...remote.Option) error {
+		return remote.WriteIndex(ref, idx, opts...)
+	})
+}
+
+// push runs write (an image's or an index's) against the registry of o.Ref and returns the
+// name by the digest that digest gives.
+func push(ctx context.Context, o PushOptions, digest func() (v1.Hash, error), write func(name.Reference, ...remote.Option) error) (string, error) {
 	var nameOpts []name.Option
 	if o.Insecure {
 		nameOpts = append(nameOpts, name.Insecure)
@@ -114,7 +128,7 @@ func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
 	updates := make(chan v1.Update, 16)
 	total := make(chan int64, 1)
 	go func() { total <- reportProgress(o.Progress, updates) }()
-	err = remote.Write(ref, img, remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain),
+	err = write(ref, remote.WithContext(ctx), remote.WithAuthFromKeychain(keychain),
 		remote.WithTransport(rt), remote.WithProgress(updates))
 	size := <-total
 	var terr *transport.Error
@@ -129,11 +143,11 @@ func Push(ctx context.Context, img v1.Image, o PushOptions) (string, error) {
 		// The last update may come before the last bytes are confirmed: done is said here.
 		fmt.Fprintf(o.Progress, "pushed 100 %% of %.1f MB\n", float64(size)/1e6)
 	}
-	digest, err := img.Digest()
+	sum, err := digest()
 	if err != nil {
 		return "", fmt.Errorf("push %s: %w", ref, err)
 	}
-	return ref.Context().Digest(digest.String()).String(), nil
+	return ref.Context().Digest(sum.String()).String(), nil
 }
 
 // transportWith is the default transport, trusting caFile's certificates besides the
@@ -178,20 +192,29 @@ func reportProgress(w io.Writer, updates <-chan v1.Update) (total int64) {
 // registry the machine cannot reach: copy the directory over and push it from there (crane,
 // skopeo or oras read layouts). It returns the image's digest.
 func WriteLayout(img v1.Image, dir string) (string, error) {
+	return writeLayout(dir, img.Digest, func(p layout.Path) error { return p.AppendImage(img) })
+}
+
+// WriteLayoutIndex is WriteLayout for an index of several architectures (BuildIndex).
+func WriteLayoutIndex(idx v1.ImageIndex, dir string) (string, error) {
+	return writeLayout(dir, idx.Digest, func(p layout.Path) error { return p.AppendIndex(idx) })
+}
+
+func writeLayout(dir string, digest func() (v1.Hash, error), add func(layout.Path) error) (string, error) {
 	p, err := layout.FromPath(dir)
 	if err != nil {
 		if p, err = layout.Write(dir, empty.Index); err != nil {
 			return "", fmt.Errorf("OCI layout %s: %w", dir, err)
 		}
 	}
-	if err := p.AppendImage(img); err != nil {
+	if err := add(p); err != nil {
 		return "", fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
-	digest, err := img.Digest()
+	sum, err := digest()
 	if err != nil {
 		return "", fmt.Errorf("OCI layout %s: %w", dir, err)
 	}
-	return digest.String(), nil
+	return sum.String(), nil
 }
 
 // Platform says which nodes can run the image: only those of the architecture it was built

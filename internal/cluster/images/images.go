@@ -80,11 +80,26 @@ type Image struct {
 // Debian mirror) and cached, so a new cnibench binary only costs the
 // second layer and a new archive.
 func (b Builder) Tools(ctx context.Context, cnibenchBinary string, extra ...string) (Image, error) {
+	return b.ToolsFor(ctx, runtime.GOARCH, cnibenchBinary, extra...)
+}
+
+// ToolsFor is Tools for nodes of the architecture goarch (CheckArch says which can be built
+// here); the binaries must be goarch's. Another architecture's image is named tools-GOARCH and
+// its root filesystem is assembled without emulation (foreignRootfsSpec).
+func (b Builder) ToolsFor(ctx context.Context, goarch, cnibenchBinary string, extra ...string) (Image, error) {
+	if err := CheckArch(goarch); err != nil {
+		return Image{}, err
+	}
 	mm, err := b.findMmdebstrap()
 	if err != nil {
 		return Image{}, err
 	}
 	spec, err := toolsRootfsSpec(ctx, mm)
+	repo := "tools"
+	if goarch != runtime.GOARCH {
+		spec, err = foreignRootfsSpec(ctx, mm, goarch)
+		repo += "-" + goarch
+	}
 	if err != nil {
 		return Image{}, fmt.Errorf("tools image: %w", err)
 	}
@@ -116,7 +131,7 @@ func (b Builder) Tools(ctx context.Context, cnibenchBinary string, extra ...stri
 		Config v1.Config
 	}{archiveFormat, spec.key(), bin, extras, cfg}
 
-	return b.build(ctx, "tools", inputs, cfg, func(dir string) ([]mutate.Addendum, func(), error) {
+	return b.build(ctx, repo, goarch, inputs, cfg, func(dir string) ([]mutate.Addendum, func(), error) {
 		root, err := b.rootfs(ctx, dir, mm, spec)
 		if err != nil {
 			return nil, nil, err
@@ -171,7 +186,7 @@ func (b Builder) FromBinary(ctx context.Context, repo, binary string, args []str
 		Config v1.Config
 	}{archiveFormat, sum, cfg}
 
-	return b.build(ctx, repo, inputs, cfg, func(dir string) ([]mutate.Addendum, func(), error) {
+	return b.build(ctx, repo, runtime.GOARCH, inputs, cfg, func(dir string) ([]mutate.Addendum, func(), error) {
 		l, err := writeLayer(ctx, filepath.Join(dir, tmpPrefix+repo+"-bin.tar.gz"), gzip.BestSpeed,
 			func(w io.Writer) error {
 				return writeFilesTar(w, []fileEntry{{name: base, src: binary}})
@@ -195,7 +210,7 @@ type layersFunc func(dir string) (adds []mutate.Addendum, cleanup func(), err er
 // build returns the archive of image repo whose tag hashes inputs, making
 // it from layers and cfg unless it is already cached. inputs must include
 // cfg and identify the content of every layer.
-func (b Builder) build(ctx context.Context, repo string, inputs any, cfg v1.Config, layers layersFunc) (Image, error) {
+func (b Builder) build(ctx context.Context, repo, goarch string, inputs any, cfg v1.Config, layers layersFunc) (Image, error) {
 	data, err := json.Marshal(inputs)
 	if err != nil {
 		return Image{}, fmt.Errorf("image %s: encode inputs: %w", repo, err)
@@ -232,7 +247,7 @@ func (b Builder) build(ctx context.Context, repo string, inputs any, cfg v1.Conf
 		return Image{}, err
 	}
 	defer cleanup()
-	v, err := assemble(adds, cfg)
+	v, err := assemble(adds, cfg, goarch)
 	if err != nil {
 		return Image{}, fmt.Errorf("image %s: %w", repo, err)
 	}
@@ -257,9 +272,9 @@ func reuse(path string) bool {
 	return true
 }
 
-func assemble(adds []mutate.Addendum, cfg v1.Config) (v1.Image, error) {
+func assemble(adds []mutate.Addendum, cfg v1.Config, goarch string) (v1.Image, error) {
 	base, err := mutate.ConfigFile(empty.Image, &v1.ConfigFile{
-		Architecture: runtime.GOARCH,
+		Architecture: goarch,
 		OS:           "linux",
 		Created:      v1.Time{Time: layerTime()},
 		Config:       cfg,

@@ -127,6 +127,10 @@ func (s rootfsSpec) args() []string {
 	for _, d := range s.HookDirs {
 		args = append(args, "--hook-dir="+d)
 	}
+	if s.foreign() {
+		// Debian's architecture names are Go's for the ones CheckArch accepts.
+		args = append(args, "--architectures="+s.Arch)
+	}
 	for _, h := range s.SetupHooks {
 		args = append(args, "--setup-hook="+h)
 	}
@@ -153,14 +157,14 @@ func (b Builder) findMmdebstrap() (string, error) {
 // mmdebstrap unless a layer for the same spec is cached in dir. The caller
 // holds the cache lock.
 func (b Builder) rootfs(ctx context.Context, dir, mmdebstrap string, spec rootfsSpec) (fileLayer, error) {
-	key := spec.key()
-	path := filepath.Join(dir, rootfsPrefix+key+".tar.gz")
-	metaPath := filepath.Join(dir, rootfsPrefix+key+".json")
+	stem := spec.stem()
+	path := filepath.Join(dir, rootfsPrefix+stem+".tar.gz")
+	metaPath := filepath.Join(dir, rootfsPrefix+stem+".json")
 	if l, err := loadLayer(metaPath, path); err == nil {
 		return l, nil
 	}
 
-	fmt.Fprintf(b.progress(), "building tools root filesystem with mmdebstrap (~50 s)...\n")
+	fmt.Fprintf(b.progress(), "building tools root filesystem for %s with mmdebstrap (~50 s)...\n", spec.Arch)
 	start := time.Now()
 	l, err := writeLayer(ctx, path, gzip.DefaultCompression, func(w io.Writer) error {
 		return b.runMmdebstrap(ctx, dir, mmdebstrap, spec.args(), w)
@@ -173,7 +177,7 @@ func (b Builder) rootfs(ctx context.Context, dir, mmdebstrap string, spec rootfs
 	}
 	fmt.Fprintf(b.progress(), "tools root filesystem built in %s (%s, %s compressed)\n",
 		time.Since(start).Round(100*time.Millisecond), mib(l.TarSize), mib(l.Size))
-	pruneRootfs(dir, key)
+	pruneRootfs(dir, spec)
 	return l, nil
 }
 
@@ -234,17 +238,33 @@ func (b Builder) runMmdebstrap(ctx context.Context, dir, mmdebstrap string, args
 	return nil
 }
 
-// pruneRootfs removes cached root filesystems other than the one for key;
+// stem names the spec's cached layer below rootfsPrefix: its key, after its architecture when
+// that is another than this machine's, so that each architecture keeps its own.
+func (s rootfsSpec) stem() string {
+	if s.foreign() {
+		return s.Arch + "-" + s.key()
+	}
+	return s.key()
+}
+
+// pruneRootfs removes the cached root filesystems of spec's architecture other than spec's;
 // only the current spec is ever used again.
-func pruneRootfs(dir, key string) {
+func pruneRootfs(dir string, spec rootfsSpec) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
 		return
 	}
+	keep := spec.stem()
 	for _, e := range entries {
-		n := e.Name()
-		if strings.HasPrefix(n, rootfsPrefix) && !strings.HasPrefix(n, rootfsPrefix+key+".") {
-			os.Remove(filepath.Join(dir, n))
+		stem, ok := strings.CutPrefix(e.Name(), rootfsPrefix)
+		if !ok {
+			continue
+		}
+		stem, _, _ = strings.Cut(stem, ".")
+		arch, _, foreign := strings.Cut(stem, "-")
+		sameArch := !foreign && !spec.foreign() || foreign && arch == spec.Arch
+		if sameArch && stem != keep {
+			os.Remove(filepath.Join(dir, e.Name()))
 		}
 	}
 }
