@@ -150,3 +150,17 @@ func FuzzParseID(f *testing.F) {
 		}
 	})
 }
+
+// FuzzNetperfParse feeds netperf's -k KEY=VALUE output, and its error texts, to its parser
+// for each workload it measures.
+func FuzzNetperfParse(f *testing.F) {
+	addTestdata(f, "netperf_")
+	f.Add([]byte("THROUGHPUT=Inf\nTHROUGHPUT_UNITS=10^9bits/s\nPROTOCOL=TCP\n"))
+	f.Add([]byte("TRANSACTION_RATE=NaN\nMEAN_LATENCY=1\nP50_LATENCY=1\nP90_LATENCY=1\nP99_LATENCY=1\nPROTOCOL=TCP\n"))
+	f.Fuzz(func(t *testing.T, stdout []byte) {
+		for _, w := range []Workload{{Kind: TCPStream, Streams: 1}, {Kind: TCPRR, MessageSize: 64}, {Kind: TCPCRR, MessageSize: 64}} {
+			w.Tool = NameNetperf
+			fuzzParse(t, netperf{}, w, stdout, "netperf output")
+		}
+	})
+}

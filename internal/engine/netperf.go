@@ -129,7 +129,11 @@ func (netperf) Parse(w Workload, stdout []byte) (Metrics, error) {
 		return nil, fmt.Errorf("netperf output: PROTOCOL: expected TCP for %s, got %q", w.Kind, p)
 	}
 	if w.Kind == TCPStream {
-		return parseNetperfStream(values)
+		m, err := parseNetperfStream(values)
+		if err != nil {
+			return nil, err
+		}
+		return finite("netperf output", m)
 	}
 	rate := MetricTransactionRate
 	if w.Kind == TCPCRR {
@@ -146,10 +150,10 @@ func (netperf) Parse(w Workload, stdout []byte) (Metrics, error) {
 		}
 		m[f.metric] = v
 	}
-	if m[rate] <= 0 {
+	if !(m[rate] > 0) {
 		return nil, fmt.Errorf("netperf output: TRANSACTION_RATE: expected > 0, got %v", m[rate])
 	}
-	return m, nil
+	return finite("netperf output", m)
 }
 
 // parseNetperfStream reads a TCP_STREAM test's selectors.
@@ -163,7 +167,7 @@ func parseNetperfStream(values map[string]string) (Metrics, error) {
 	if scale == 0 {
 		return nil, fmt.Errorf("netperf output: THROUGHPUT_UNITS: expected 10^3bits/s, 10^6bits/s or 10^9bits/s, got %q", values["THROUGHPUT_UNITS"])
 	}
-	if tput <= 0 {
+	if !(tput > 0) {
 		return nil, fmt.Errorf("netperf output: THROUGHPUT: expected > 0, got %v", tput)
 	}
 	m := Metrics{MetricThroughput: tput * scale}
