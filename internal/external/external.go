@@ -130,9 +130,9 @@ func Serve(ctx context.Context, o ServeOptions) error {
 	m.touch()
 	defer m.stopAll()
 	// The server's own errors (a client refusing the certificate, plain HTTP to TLS) are the
-	// operator's to see, beside the agent's other lines.
+	// operator's to see, beside the agent's other lines, at a bounded rate.
 	srv := &http.Server{Handler: m.routes(o.Token), ReadHeaderTimeout: headerTimeout, IdleTimeout: idleTimeout,
-		MaxHeaderBytes: maxHeaderBytes, ErrorLog: log.New(o.Log, "", 0)}
+		MaxHeaderBytes: maxHeaderBytes, ErrorLog: log.New(newRateLimitedLog(o.Log, errorLogEvery, errorLogBurst), "", 0)}
 	fmt.Fprintf(o.Log, "external agent listening on %s://%s (servers stop after %s without a request)\n", scheme, ln.Addr(), o.IdleTimeout)
 	go m.expire(ctx, o.IdleTimeout)
 	go func() {
