@@ -108,8 +108,6 @@ func TestLiveNetperf(t *testing.T) {
 			map[string][2]float64{MetricThroughput: {0.1, 1000}, MetricRetransmits: {0, 1e9}}},
 		{Workload{Kind: TCPRR, MessageSize: 1, Duration: time.Second},
 			map[string][2]float64{MetricTransactionRate: {100, 1e7}, MetricLatencyMean: {0.1, 1e6}}},
-		{Workload{Kind: TCPCRR, MessageSize: 64, Duration: time.Second},
-			map[string][2]float64{MetricConnectionRate: {10, 1e7}, MetricLatencyMean: {0.1, 1e6}}},
 	} {
 		c.w.Tool = NameNetperf
 		if err := c.w.Validate(); err != nil {

@@ -149,7 +149,7 @@ func TestRunOnLocalCluster(t *testing.T) {
 	t.Run("in-house RR agrees with sockperf on the cross-node path", func(t *testing.T) {
 		validateRR(ctx, t, w)
 	})
-	t.Run("netperf agrees with iperf3 and the in-house RR and CRR on the same paths", func(t *testing.T) {
+	t.Run("netperf agrees with iperf3, sockperf and the in-house RR on the same paths", func(t *testing.T) {
 		validateNetperf(ctx, t, dir)
 	})
 	// Last: it kills the cluster's components.
@@ -360,7 +360,7 @@ func validateRR(ctx context.Context, t *testing.T, w *workload) {
 }
 
 // netperfSuite measures two paths with netperf and with the tools cnibench uses by default,
-// iperf3, sockperf and the in-house RR and CRR clients, interleaved; pod-to-service also proves
+// iperf3, sockperf and the in-house RR client, interleaved; pod-to-service also proves
 // that the Service fronts netperf's data port.
 const netperfSuite = `
 paths: [cross-node, pod-to-service]
@@ -370,8 +370,6 @@ workloads:
   - {kind: tcp-rr, size: 64}
   - {kind: tcp-rr, size: 64, tool: cnibench}
   - {kind: tcp-rr, size: 64, tool: netperf}
-  - {kind: tcp-crr, size: 64}
-  - {kind: tcp-crr, size: 64, tool: netperf}
 repetitions: 3
 duration: 2s
 warmup: 1s
@@ -400,8 +398,6 @@ func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 			{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.5, 2},
 			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.5, 2},
 			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.TransactionRate, 0, math.Inf(1)},
-			// A connection per transaction, the server closing first in both.
-			{"tcp-crr/64B", "tcp-crr/64B+netperf", catalog.ConnectionRate, 0.5, 2},
 		} {
 			ours, theirs := mean[path+" "+c.ours+" "+c.metric], mean[path+" "+c.netperf+" "+c.metric]
 			if ours <= 0 || theirs <= 0 {
