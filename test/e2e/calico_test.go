@@ -90,7 +90,7 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 			t.Logf("calico-ipam blocks:\n%s", blocks)
 		}
 	})
-	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) { w.networkPolicy(t) })
+	t.Run("NetworkPolicy denies ingress to the selected pod only, in each of its families", func(t *testing.T) { w.networkPolicy(t) })
 	checkDualStack(t, w, spec)
 }
 

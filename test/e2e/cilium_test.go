@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
+	corev1 "k8s.io/api/core/v1"
 	networkingv1 "k8s.io/api/networking/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
@@ -130,7 +133,7 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 		}
 	})
 
-	t.Run("NetworkPolicy denies ingress to the selected pod only", func(t *testing.T) {
+	t.Run("NetworkPolicy denies ingress to the selected pod only, in each of its families", func(t *testing.T) {
 		w.networkPolicy(t)
 	})
 
@@ -143,12 +146,14 @@ func ciliumHostPaths() map[string]bool {
 
 // networkPolicy starts a second iperf3 server on node2, checks that client1 (node1) reaches
 // it, then denies all ingress to it alone: the guarded pod must become unreachable while the
-// first server stays reachable.
+// first server stays reachable. On a dual-stack cluster each step holds in both families: a
+// policy enforced over IPv4 alone would leave the guarded pod open over IPv6.
 func (w *workload) networkPolicy(t *testing.T) {
 	guarded := w.pod("guarded", "node2", "", []string{"iperf3", "-s"})
-	target := w.waitRunning(guarded).Status.PodIP
-	server := w.waitRunning("server").Status.PodIP
-	if err := w.tryIperf("client1", target); err != nil {
+	targets := podAddrs(w.waitRunning(guarded))
+	servers := podAddrs(w.waitRunning("server"))
+	// A new pod's IPv6 address may still be tentative (duplicate address detection).
+	if err := w.waitReach("client1", targets, true, 20*time.Second); err != nil {
 		t.Fatalf("before the policy: %v", err)
 	}
 	np := &networkingv1.NetworkPolicy{
@@ -161,31 +166,64 @@ func (w *workload) networkPolicy(t *testing.T) {
 	if _, err := w.cs.NetworkingV1().NetworkPolicies(w.ns).Create(w.ctx, np, metav1.CreateOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline := time.Now().Add(60 * time.Second)
-	for {
-		err := w.tryIperf("client1", target)
-		if err != nil {
-			t.Logf("with the policy, client1 -> guarded fails as it should: %v", firstLine(err.Error()))
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("client1 still reaches the guarded pod %s 60 s after the policy", target)
-		}
-		time.Sleep(2 * time.Second)
+	if err := w.waitReach("client1", targets, false, time.Minute); err != nil {
+		t.Fatalf("with the policy: %v", err)
 	}
-	if err := w.tryIperf("client1", server); err != nil {
-		t.Errorf("the policy also cut client1 -> server (%s): %v", server, err)
+	t.Logf("with the policy, client1 -> guarded %v fails as it should", targets)
+	if err := w.waitReach("client1", servers, true, 20*time.Second); err != nil {
+		t.Errorf("the policy also cut client1 -> server: %v", err)
 	}
 	if err := w.cs.NetworkingV1().NetworkPolicies(w.ns).Delete(w.ctx, np.Name, metav1.DeleteOptions{}); err != nil {
 		t.Fatal(err)
 	}
-	deadline = time.Now().Add(60 * time.Second)
-	for w.tryIperf("client1", target) != nil {
-		if time.Now().After(deadline) {
-			t.Fatalf("client1 does not reach the guarded pod %s 60 s after the policy was removed", target)
-		}
-		time.Sleep(time.Second)
+	if err := w.waitReach("client1", targets, true, time.Minute); err != nil {
+		t.Fatalf("after the policy was removed: %v", err)
 	}
+}
+
+// podAddrs is every address of a pod, one per family on a dual-stack cluster.
+func podAddrs(p *corev1.Pod) []string {
+	var addrs []string
+	for _, ip := range p.Status.PodIPs {
+		addrs = append(addrs, ip.IP)
+	}
+	if len(addrs) == 0 {
+		addrs = append(addrs, p.Status.PodIP)
+	}
+	return addrs
+}
+
+// waitReach tries client -> each address, the addresses at once, until every one is reachable
+// (want) or unreachable (!want), for at most patience. The error names each
+// address that was not as wanted at the end.
+func (w *workload) waitReach(client string, addrs []string, want bool, patience time.Duration) error {
+	errs := make([]error, len(addrs))
+	var wg sync.WaitGroup
+	for i, addr := range addrs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			deadline := time.Now().Add(patience)
+			for {
+				err := w.tryIperf(client, addr)
+				switch {
+				case want && err == nil, !want && err != nil:
+					errs[i] = nil
+					return
+				case want:
+					errs[i] = err
+				default:
+					errs[i] = fmt.Errorf("%s -> %s still connects", client, addr)
+				}
+				if !time.Now().Before(deadline) || w.ctx.Err() != nil {
+					return
+				}
+				time.Sleep(time.Second)
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }
 
 // tryIperf runs a short iperf3 TCP test that may fail, bounded by a connect timeout.
