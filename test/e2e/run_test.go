@@ -370,7 +370,7 @@ workloads:
   - {kind: tcp-rr, size: 64}
   - {kind: tcp-rr, size: 64, tool: cnibench}
   - {kind: tcp-rr, size: 64, tool: netperf}
-repetitions: 3
+repetitions: 2
 duration: 2s
 warmup: 1s
 `
