@@ -23,7 +23,7 @@ PACKAGES=(
 	conntrack ethtool iproute2 util-linux procps socat ca-certificates
 	clang llvm clang-19 llvm-19 ipset
 	conmon skopeo libseccomp-dev pkg-config
-	postgresql chromium python3-prometheus-client
+	postgresql chromium python3-prometheus-client python3-pip
 	linux-perf
 )
 # Packages of Debian's non-free component (netperf, the tool of two reference

@@ -3,6 +3,7 @@ package main
 import (
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/spf13/cobra"
 )
 
@@ -15,18 +16,30 @@ type setupOptions struct {
 func newSetupCommand() *cobra.Command {
 	o := setupOptions{}
 	cmd := &cobra.Command{
-		Use:   "setup",
+		Use:   "setup [COMPONENT...]",
 		Short: "Build and cache the binaries the local cluster runs (by default only what a bridge cluster needs)",
 		Long: `Build and cache the third-party binaries the local cluster runs, from the Go module proxy
 (and STREAM from crates.io, with cargo).
 
 By default only what the default run needs: the CNI plugins, CoreDNS, containerd, STREAM and one
 Kubernetes release. A cluster that needs more (the flannel or Cilium datapaths, another
-Kubernetes release) builds it on first use; --all builds everything now.`,
-		Args: cobra.NoArgs,
-		RunE: func(cmd *cobra.Command, _ []string) error {
+Kubernetes release) builds it on first use; --all builds everything now, and naming components
+(envoy-gateway envoy) builds just those.`,
+		RunE: func(cmd *cobra.Command, args []string) error {
 			comps := binaries.Components()
-			if !o.all {
+			switch {
+			case len(args) > 0 && o.all:
+				return &setting.Error{Name: "--all", Want: "expected either --all or component names, not both"}
+			case len(args) > 0:
+				comps = nil
+				for _, name := range args {
+					c, err := binaries.Lookup(name)
+					if err != nil {
+						return err
+					}
+					comps = append(comps, c)
+				}
+			case !o.all:
 				var err error
 				if comps, err = binaries.Base(o.k8s); err != nil {
 					return err

@@ -30,6 +30,10 @@ type Options struct {
 	// GatewayAPI gives the cluster the Gateway API split: the CRDs installed, Traefik and k6 in
 	// the tools image (built on first use). Without it the tools image stays half the size.
 	GatewayAPI bool
+	// EnvoyGateway also runs Envoy Gateway (its controller from its own chart, Envoy and the
+	// controller in the tools image, built on first use), so that a run can measure the split
+	// through it beside Traefik. It implies GatewayAPI.
+	EnvoyGateway bool
 	// RuntimeOnDisk keeps each containerd node's image store on the host's disk instead of a
 	// tmpfs (340 MB of memory a node with the default images; see mountRuntimeStorage).
 	RuntimeOnDisk bool
@@ -71,6 +75,7 @@ func (o *Options) validate() (datapath.Datapath, error) {
 	if o.Cache.Dir == "" {
 		o.Cache = binaries.Cache{Dir: binaries.DefaultDir()}
 	}
+	o.GatewayAPI = o.GatewayAPI || o.EnvoyGateway
 	rts, err := normalizeRuntimes(o.CRI, o.Runtimes)
 	if err != nil {
 		return nil, err
@@ -114,7 +119,7 @@ func Create(ctx context.Context, o Options) (err error) {
 			err = abort(ac, err, !errors.Is(ctx.Err(), context.Canceled))
 		}
 	}()
-	if err := runActions(ctx, ac, createActions(o.GatewayAPI)); err != nil {
+	if err := runActions(ctx, ac, createActions(o.gateways())); err != nil {
 		return err
 	}
 	ac.spec.Status = StatusReady
@@ -126,10 +131,15 @@ func Create(ctx context.Context, o Options) (err error) {
 	return nil
 }
 
-// createActions are the steps of a create, in order; gatewayAPI is Options.GatewayAPI.
-func createActions(gatewayAPI bool) []action {
+// gateways are the Gateway API implementations the options ask the cluster to carry.
+func (o Options) gateways() gatewaySet {
+	return gatewaySet{api: o.GatewayAPI || o.EnvoyGateway, envoy: o.EnvoyGateway}
+}
+
+// createActions are the steps of a create, in order; gw is what Options ask of the Gateway API.
+func createActions(gw gatewaySet) []action {
 	return []action{
-		{"building images", buildImages(gatewayAPI)},
+		{"building images", buildImages(gw)},
 		{"issuing certificates", func(_ context.Context, ac *actionContext) error { return writePKI(ac.layout, ac.spec) }},
 		{"creating namespaces and underlay", setupNetwork},
 		{"sharing the state directory with the node runtimes", shareStateDir},
@@ -141,7 +151,8 @@ func createActions(gatewayAPI bool) []action {
 		{"installing Multus' NetworkAttachmentDefinition CRD and the secondary network", installMultus},
 		{"starting the external host and the egress gateway", setupExternal},
 		{"starting the lab registry", setupRegistry},
-		{"installing the Gateway API", installGatewayAPI(gatewayAPI)},
+		{"installing the Gateway API", installGatewayAPI(gw.api)},
+		{"installing Envoy Gateway", installEnvoyGateway(gw.envoy)},
 	}
 }
 

@@ -57,8 +57,8 @@ func ensureDependencies(ctx context.Context, o Options, dp datapath.Datapath) er
 		return fmt.Errorf("runtimes: %w", err)
 	}
 	comps = append(comps, rts...)
-	if o.GatewayAPI {
-		gw, err := gatewayComponents()
+	if o.GatewayAPI || o.EnvoyGateway {
+		gw, err := gatewayComponents(o.EnvoyGateway)
 		if err != nil {
 			return err
 		}

@@ -9,13 +9,22 @@ import (
 	"github.com/cnibench/cnibench/internal/cluster/datapath"
 )
 
+// gatewaySet is what a cluster carries of the Gateway API: the split (its CRDs, Traefik and
+// k6) and, beside it, Envoy Gateway.
+type gatewaySet struct{ api, envoy bool }
+
 // gatewayComponents are what the Gateway API split needs on a local cluster: Traefik and k6,
-// both in the tools image, and the Gateway API CRDs. A create that asks for the split
-// (Options.GatewayAPI: `cluster create --gateway-api`, or a run whose suite has the gateway
-// path) builds them on first use; a cluster created without it measures everything else.
-func gatewayComponents() ([]binaries.Component, error) {
+// both in the tools image, and the Gateway API CRDs, and with envoy Envoy Gateway and Envoy.
+// A create that asks for the split (Options.GatewayAPI: `cluster create --gateway-api`, or a
+// run whose suite has the gateway path) builds them on first use; a cluster created without it
+// measures everything else.
+func gatewayComponents(envoy bool) ([]binaries.Component, error) {
+	names := []string{binaries.Traefik, binaries.GatewayAPI, binaries.K6}
+	if envoy {
+		names = append(names, binaries.Envoy, binaries.EnvoyGateway)
+	}
 	var out []binaries.Component
-	for _, name := range []string{binaries.Traefik, binaries.GatewayAPI, binaries.K6} {
+	for _, name := range names {
 		comp, err := binaries.Lookup(name)
 		if err != nil {
 			return nil, err
@@ -26,12 +35,12 @@ func gatewayComponents() ([]binaries.Component, error) {
 }
 
 // imageTools returns the built binaries a local cluster's tools image carries: every tool of
-// binaries.ImageTools, the split's only where the cluster has it (ensureDependencies built
-// them).
-func imageTools(bins binPaths, gatewayAPI bool) []string {
+// binaries.ImageTools, the split's only where the cluster has it and Envoy Gateway's only where
+// it runs it (ensureDependencies built them).
+func imageTools(bins binPaths, gw gatewaySet) []string {
 	var out []string
 	for _, t := range binaries.ImageTools() {
-		if !t.Split || gatewayAPI {
+		if (!t.Split || gw.api) && (!t.Envoy || gw.envoy) {
 			out = append(out, bins.bin(t.Binary))
 		}
 	}

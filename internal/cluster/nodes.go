@@ -18,8 +18,9 @@ import (
 )
 
 // buildImages builds (or finds cached) the pause, CoreDNS and tools images; the tools image
-// carries the table's tools (binaries.ImageTools), the split's where the cluster has it.
-func buildImages(gatewayAPI bool) func(context.Context, *actionContext) error {
+// carries the table's tools (binaries.ImageTools), the split's where the cluster has it and
+// Envoy Gateway's where it runs it.
+func buildImages(gw gatewaySet) func(context.Context, *actionContext) error {
 	return func(ctx context.Context, ac *actionContext) error {
 		self, err := os.Executable()
 		if err != nil {
@@ -34,7 +35,7 @@ func buildImages(gatewayAPI bool) func(context.Context, *actionContext) error {
 		if err != nil {
 			return err
 		}
-		tools, err := b.Tools(ctx, self, imageTools(ac.bins, gatewayAPI)...)
+		tools, err := b.Tools(ctx, self, imageTools(ac.bins, gw)...)
 		if err != nil {
 			return err
 		}

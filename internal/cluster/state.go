@@ -43,6 +43,9 @@ type Spec struct {
 	HasExternal bool
 	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
 	GatewayAPI bool
+	// EnvoyGateway says the cluster runs Envoy Gateway beside the Gateway API (its CRDs, its
+	// controller in EnvoyGatewayNamespace, and Envoy and its controller in the tools image).
+	EnvoyGateway bool
 	// ImageStore is where the nodes' runtime keeps images and container layers:
 	// ImageStoreTmpfs or ImageStoreDisk (empty in state written before it was chosen: disk).
 	ImageStore string
@@ -67,6 +70,7 @@ type specFile struct {
 	Runtimes          []string `json:"runtimes,omitempty"`
 	HasExternal       bool     `json:"external,omitempty"`
 	GatewayAPI        bool     `json:"gatewayAPI,omitempty"`
+	EnvoyGateway      bool     `json:"envoyGateway,omitempty"`
 	// HasRegistry is the cluster's lab registry (LocalConfig.Registry).
 	HasRegistry bool      `json:"registry,omitempty"`
 	Multus      bool      `json:"multus,omitempty"`
@@ -86,7 +90,7 @@ func (s Spec) MarshalJSON() ([]byte, error) {
 	c := s.LocalConfig
 	return json.Marshal(specFile{Name: c.Name, Index: s.Index, Nodes: c.Nodes, Datapath: c.Datapath, ProxyMode: c.ProxyMode,
 		KubernetesVersion: c.Kubernetes, Cgroups: s.Cgroups, CRI: c.CRI, Runtimes: s.Runtimes, HasExternal: s.HasExternal,
-		GatewayAPI: s.GatewayAPI, HasRegistry: c.Registry, Multus: c.Multus, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
+		GatewayAPI: s.GatewayAPI, EnvoyGateway: s.EnvoyGateway, HasRegistry: c.Registry, Multus: c.Multus, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
 		Status: s.Status, Created: s.Created, Images: s.Images})
 }
 
@@ -101,7 +105,8 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 			Kubernetes: cmp.Or(f.KubernetesVersion, kubernetesBeforeChoice), CRI: f.CRI, Registry: f.HasRegistry, Multus: f.Multus,
 			MTU: f.MTU, IPFamily: f.IPFamily},
 		Index: f.Index, Cgroups: f.Cgroups, Runtimes: f.Runtimes, HasExternal: f.HasExternal, GatewayAPI: f.GatewayAPI,
-		ImageStore: f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
+		EnvoyGateway: f.EnvoyGateway,
+		ImageStore:   f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
 	}
 	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/cnibench/cnibench/internal/agentcmd"
+	"github.com/cnibench/cnibench/internal/lab"
 	corev1 "k8s.io/api/core/v1"
 	rbacv1 "k8s.io/api/rbac/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -57,8 +58,15 @@ type GatewaySpec struct {
 	// Node is where the backends and the controller run: the server node.
 	Node string
 	// ClassName is an existing GatewayClass, whose implementation serves the Gateway; empty
-	// deploys Traefik from Image (its binary at /usr/local/bin/traefik) with a class of the run's.
+	// deploys Traefik from Image (its binary at /usr/local/bin/traefik) with a class of the run's,
+	// or with Envoy a class of Envoy Gateway's.
 	ClassName string
+	// Envoy serves the Gateway with the Envoy Gateway the cluster runs, through a class of the
+	// run's whose EnvoyProxy runs Envoy from Image (/usr/local/bin/envoy) on Node.
+	Envoy bool
+	// Variant sets the run's cluster-wide names (GatewayClass, ClusterRole) of this target apart
+	// from those of other targets sharing the cluster; empty for a target alone on it.
+	Variant string
 	// Weights are the percentages to backend-a, one HTTPRoute each, on the host name Hosts
 	// gives it.
 	Weights        []int
@@ -70,9 +78,18 @@ type GatewaySpec struct {
 type Gateway struct {
 	URL        string // where clients send requests: the Gateway's address and listener port
 	First      string // the pod name backend-a answers with
-	Controller string // the deployed controller's pod; empty with an existing class
-	Class      string
+	Controller string // the pod serving the Gateway the run deployed; empty with an existing class
+	// ControllerNamespace is the Controller's namespace where it is not the run's (Envoy
+	// Gateway's proxies run in the controller's namespace).
+	ControllerNamespace string
+	// ControllerContainer is the Controller's container that serves: GatewayContainer
+	// (Traefik) or EnvoyContainer.
+	ControllerContainer string
+	Class               string
 }
+
+// gatewayName is the run's Gateway in its namespace.
+const gatewayName = "cnibench"
 
 // DeployGateway creates the split and waits until its routes are accepted and its pods ready.
 func (c *Client) DeployGateway(ctx context.Context, s GatewaySpec) (*Gateway, error) {
@@ -89,13 +106,19 @@ func (c *Client) DeployGateway(ctx context.Context, s GatewaySpec) (*Gateway, er
 			return nil, err
 		}
 	}
-	if g.Class == "" {
-		g.Class = "cnibench-" + strings.ToLower(s.RunID)
+	switch {
+	case g.Class == "" && s.Envoy:
+		g.Class = s.className("envoy")
+		if err := c.createEnvoyClass(ctx, dc, s, g.Class); err != nil {
+			return nil, err
+		}
+	case g.Class == "":
+		g.Class = s.className("")
 		controller, err := c.deployTraefik(ctx, dc, s, g.Class)
 		if err != nil {
 			return nil, err
 		}
-		pods, g.Controller = append(pods, controller), controller.Name
+		pods, g.Controller, g.ControllerContainer = append(pods, controller), controller.Name, GatewayContainer
 	}
 	// The fixture's watch: it also fails early, with the reason, on a pod that cannot start.
 	tr, err := c.trackPods(ctx, s.Namespace, LabelRun+"="+s.RunID+","+LabelRole+" in ("+
@@ -116,12 +139,30 @@ func (c *Client) DeployGateway(ctx context.Context, s GatewaySpec) (*Gateway, er
 	if err := waitRoutesAccepted(ctx, dc, s); err != nil {
 		return nil, err
 	}
+	if s.Envoy && s.ClassName == "" {
+		if g.Controller, err = c.waitEnvoyProxy(ctx, s); err != nil {
+			return nil, err
+		}
+		g.ControllerNamespace, g.ControllerContainer = lab.EnvoyGatewayNamespace, EnvoyContainer
+	}
 	addr, err := c.gatewayAddress(ctx, dc, s, g)
 	if err != nil {
 		return nil, err
 	}
 	g.URL = "http://" + net.JoinHostPort(addr, strconv.Itoa(GatewayPort)) + "/"
 	return g, nil
+}
+
+// className is the run's GatewayClass of an implementation ("" for Traefik), unique among
+// the targets sharing the cluster.
+func (s GatewaySpec) className(impl string) string {
+	name := "cnibench-" + strings.ToLower(s.RunID)
+	for _, part := range []string{impl, s.Variant} {
+		if part != "" && !strings.HasSuffix(name, "-"+part) {
+			name += "-" + part
+		}
+	}
+	return name
 }
 
 // pod is one pod of the split, on the server node, running argv in container name.
@@ -222,7 +263,7 @@ func TraefikArgv(namespace string) []string {
 func (c *Client) createRoutes(ctx context.Context, dc dynamic.Interface, s GatewaySpec, class string) error {
 	gw := &unstructured.Unstructured{Object: map[string]any{
 		"apiVersion": "gateway.networking.k8s.io/v1", "kind": "Gateway",
-		"metadata": map[string]any{"name": "cnibench", "namespace": s.Namespace, "labels": toAny(s.labels(RoleGateway))},
+		"metadata": map[string]any{"name": gatewayName, "namespace": s.Namespace, "labels": toAny(s.labels(RoleGateway))},
 		"spec": map[string]any{"gatewayClassName": class, "listeners": []any{map[string]any{
 			"name": "web", "port": int64(GatewayPort), "protocol": "HTTP",
 			"allowedRoutes": map[string]any{"namespaces": map[string]any{"from": "Same"}},
@@ -239,7 +280,7 @@ func (c *Client) createRoutes(ctx context.Context, dc dynamic.Interface, s Gatew
 			"apiVersion": "gateway.networking.k8s.io/v1", "kind": "HTTPRoute",
 			"metadata": map[string]any{"name": fmt.Sprintf("cnibench-w%d", w), "namespace": s.Namespace, "labels": toAny(s.labels(RoleGateway))},
 			"spec": map[string]any{
-				"parentRefs": []any{map[string]any{"name": "cnibench"}},
+				"parentRefs": []any{map[string]any{"name": gatewayName}},
 				"hostnames":  []any{s.Hosts(w)},
 				"rules":      []any{map[string]any{"backendRefs": []any{ref(RoleBackendA, w), ref(RoleBackendB, 100-w)}}},
 			},
@@ -302,10 +343,11 @@ func routeAccepted(r *unstructured.Unstructured) (bool, string) {
 	return true, ""
 }
 
-// gatewayAddress is where clients reach the Gateway: the deployed controller's Service, or
-// the first address the implementation put in the Gateway's status.
+// gatewayAddress is where clients reach the Gateway: the deployed Traefik's Service, or the
+// first address the implementation put in the Gateway's status (Envoy Gateway's: its proxy's
+// Service).
 func (c *Client) gatewayAddress(ctx context.Context, dc dynamic.Interface, s GatewaySpec, g *Gateway) (string, error) {
-	if g.Controller != "" {
+	if g.ControllerContainer == GatewayContainer {
 		svc, err := c.CS.CoreV1().Services(s.Namespace).Get(ctx, podName(RoleGateway, 0), metav1.GetOptions{})
 		if err != nil {
 			return "", fmt.Errorf("gateway service: %w", err)
@@ -314,7 +356,7 @@ func (c *Client) gatewayAddress(ctx context.Context, dc dynamic.Interface, s Gat
 	}
 	var addr string
 	err := wait.PollUntilContextTimeout(ctx, time.Second, 2*time.Minute, true, func(ctx context.Context) (bool, error) {
-		gw, err := dc.Resource(gvrGateway).Namespace(s.Namespace).Get(ctx, "cnibench", metav1.GetOptions{})
+		gw, err := dc.Resource(gvrGateway).Namespace(s.Namespace).Get(ctx, gatewayName, metav1.GetOptions{})
 		if err != nil {
 			return false, nil
 		}
@@ -326,7 +368,7 @@ func (c *Client) gatewayAddress(ctx context.Context, dc dynamic.Interface, s Gat
 		return addr != "", nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("Gateway of class %s has no address in its status after 2m: %w", s.ClassName, err)
+		return "", fmt.Errorf("Gateway of class %s has no address in its status after 2m: %w", g.Class, err)
 	}
 	return addr, nil
 }
@@ -351,7 +393,9 @@ func (c *Client) DeleteGateway(ctx context.Context, namespace, runID string) err
 	if err != nil {
 		return errors.Join(append(errs, err)...)
 	}
-	for _, r := range []dynamic.ResourceInterface{dc.Resource(gvrHTTPRoute).Namespace(namespace), dc.Resource(gvrGateway).Namespace(namespace), dc.Resource(gvrGatewayClass)} {
+	// The EnvoyProxy last but one: Envoy Gateway removes a Gateway's proxy with the Gateway.
+	for _, r := range []dynamic.ResourceInterface{dc.Resource(gvrHTTPRoute).Namespace(namespace), dc.Resource(gvrGateway).Namespace(namespace),
+		dc.Resource(gvrEnvoyProxy).Namespace(namespace), dc.Resource(gvrGatewayClass)} {
 		if err := r.DeleteCollection(ctx, metav1.DeleteOptions{}, sel); err != nil && !apierrors.IsNotFound(err) && !meta.IsNoMatchError(err) {
 			errs = append(errs, fmt.Errorf("delete Gateway API objects: %w", err))
 		}

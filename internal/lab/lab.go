@@ -121,6 +121,22 @@ func Datapaths() []Datapath {
 // in bridge mode over the node's uplink, addressed from a range of the cluster's own.
 const SecondaryNetwork = "default/cnb-secondary"
 
+// Gateway API implementations a local cluster's target may choose for the gateway path
+// (a suite target's gateway): Traefik, which the run deploys, is the default; Envoy Gateway
+// runs in clusters created with it.
+const (
+	GatewayTraefik = "traefik"
+	GatewayEnvoy   = "envoy"
+)
+
+// EnvoyGatewayNamespace is where a local cluster runs Envoy Gateway's controller, and where
+// the controller creates the Envoy proxies of every Gateway (its default: not the Gateway's
+// namespace).
+const EnvoyGatewayNamespace = "envoy-gateway-system"
+
+// Gateways lists the Gateway API implementations of a local cluster.
+func Gateways() []string { return []string{GatewayTraefik, GatewayEnvoy} }
+
 // IP families of a local cluster (LocalConfig.IPFamily) and of a run's traffic (a suite's
 // families).
 const (

@@ -15,16 +15,22 @@ import (
 	"github.com/cnibench/cnibench/internal/catalog"
 	"github.com/cnibench/cnibench/internal/engine"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/monitor"
 	"github.com/cnibench/cnibench/internal/suite"
 )
 
 // GatewayOffer is what a provider says of a target's Gateway API: a local cluster deploys
-// Traefik itself when it has the CRDs and binaries; a remote one names its GatewayClass.
+// Traefik itself when it has the CRDs and binaries, and serves a Gateway with Envoy Gateway
+// when it runs it; a remote one names its GatewayClass.
 type GatewayOffer struct {
 	Available bool   // the Gateway API can be measured at all
-	ClassName string // an existing class; empty deploys Traefik
+	ClassName string // an existing class; empty deploys Traefik, or uses Envoy Gateway
 	Why       string // why not, when not available
+	// Envoy says the cluster runs Envoy Gateway, EnvoyFact which (for the fingerprint);
+	// EnvoyWhy why not, for a target that asks.
+	Envoy               bool
+	EnvoyFact, EnvoyWhy string
 }
 
 // splitGateway is the deployed split of a target.
@@ -47,7 +53,7 @@ func splitWeights(s suite.Suite) []int {
 
 // prepareGateway deploys the split when the suite measures the gateway path and waits until
 // every route answers with a backend's name from the client pod.
-func (r *run) prepareGateway(ctx context.Context, tg *target, offer GatewayOffer, image string, placement kube.Placement) error {
+func (r *run) prepareGateway(ctx context.Context, tg *target, t suite.Target, offer GatewayOffer, image string, placement kube.Placement) error {
 	weights := splitWeights(r.opts.Suite)
 	if len(weights) == 0 {
 		return nil
@@ -55,10 +61,14 @@ func (r *run) prepareGateway(ctx context.Context, tg *target, offer GatewayOffer
 	if !offer.Available {
 		return fmt.Errorf("path %s: %s", suite.Gateway, offer.Why)
 	}
+	envoy := t.Local != nil && t.GatewayImpl() == lab.GatewayEnvoy
+	if envoy && !offer.Envoy {
+		return fmt.Errorf("gateway %s: %s", t.Gateway, offer.EnvoyWhy)
+	}
 	began := time.Now()
 	g, err := tg.client.DeployGateway(ctx, kube.GatewaySpec{Namespace: tg.namespace, RunID: r.id, Image: image, PullSecret: r.opts.ImagePullSecret,
-		Node: placement.NodeB, ClassName: offer.ClassName, Weights: weights, TolerateTaints: r.opts.Placement.TolerateTaints,
-		Hosts: engine.SplitHost})
+		Node: placement.NodeB, ClassName: offer.ClassName, Envoy: envoy, Variant: variantSuffix(t), Weights: weights,
+		TolerateTaints: r.opts.Placement.TolerateTaints, Hosts: engine.SplitHost})
 	if err != nil {
 		return fmt.Errorf("path %s: %w", suite.Gateway, err)
 	}
@@ -77,7 +87,10 @@ func (r *run) prepareGateway(ctx context.Context, tg *target, offer GatewayOffer
 		}
 	}
 	tg.fingerprint["gateway_class"] = g.Class
-	if g.Controller != "" {
+	switch {
+	case envoy:
+		tg.fingerprint["gateway"] = offer.EnvoyFact
+	case g.Controller != "":
 		tg.fingerprint["gateway"] = "traefik (deployed by the run)"
 	}
 	r.progress("target %s: Gateway API split ready at %s (class %s) in %.1fs", tg.name, g.URL, g.Class, time.Since(began).Seconds())
@@ -114,10 +127,10 @@ func (t *target) gatewayEnd() (pairEnd, error) {
 		return pairEnd{}, fmt.Errorf("path %s: the target has no gateway", suite.Gateway)
 	}
 	f := t.fixture
-	client := podContainer{f.Pod(kube.RoleClient, 0).Name, kube.ClientContainer}
+	client := podContainer{pod: f.Pod(kube.RoleClient, 0).Name, container: kube.ClientContainer}
 	stat := []podContainer{client}
-	if t.gateway.Controller != "" {
-		stat = append(stat, podContainer{t.gateway.Controller, kube.GatewayContainer})
+	if g := t.gateway; g.Controller != "" {
+		stat = append(stat, podContainer{pod: g.Controller, container: g.ControllerContainer, namespace: g.ControllerNamespace, gateway: true})
 	}
 	return pairEnd{client.pod, t.gateway.host, t.gateway.port, stat}, nil
 }
@@ -126,7 +139,7 @@ func (t *target) gatewayEnd() (pairEnd, error) {
 // figures for the implementation, apart from the load generator's.
 func gatewayResources(res map[string]float64, end pairEnd, before, after []monitor.NodeStat, d time.Duration) {
 	for i, pc := range end.statPods {
-		if pc.container != kube.GatewayContainer || i >= len(before) || i >= len(after) {
+		if !pc.gateway || i >= len(before) || i >= len(after) {
 			continue
 		}
 		if u, err := monitor.Delta(before[i], after[i]); err == nil && u.CgroupCPUSeconds >= 0 && d > 0 {

@@ -27,7 +27,14 @@ type pairEnd struct {
 	statPods  []podContainer
 }
 
-type podContainer struct{ pod, container string }
+// podContainer is a container whose counters a sample reads, in the run's namespace unless
+// it names another (Envoy Gateway's proxies run in its controller's); gateway marks the
+// gateway path's implementation, whose figures are reported apart.
+type podContainer struct {
+	pod, container string
+	namespace      string
+	gateway        bool
+}
 
 // rttLogFile is where a client that logs every round trip writes them, inside its container.
 const rttLogFile = "/tmp/cnibench-rtt.csv"

@@ -203,7 +203,7 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	if err := r.prepareExternal(ctx, tg, externalHostOf(got.External)); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
-	if err := r.prepareGateway(ctx, tg, got.Gateway, got.Image, placement); err != nil {
+	if err := r.prepareGateway(ctx, tg, t, got.Gateway, got.Image, placement); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	if r.opts.Suite.PerRound() {
@@ -230,7 +230,7 @@ func (r *run) newTarget(t suite.Target) (*target, tuning.Profile, error) {
 	case tg.ownNamespace:
 		tg.namespace = "cnibench-" + strings.ToLower(r.id)
 	case shared > 1:
-		return tg, profile, fmt.Errorf("target %s: %w", t.Name, &setting.Error{Name: "namespace", Want: fmt.Sprintf("the suite's %d runtime, tuning and family variants share the cluster and need a namespace each; leave it out", shared)})
+		return tg, profile, fmt.Errorf("target %s: %w", t.Name, &setting.Error{Name: "namespace", Want: fmt.Sprintf("the suite's %d targets sharing the cluster (its runtime, tuning and family variants, or targets of two gateways) need a namespace each; leave it out", shared)})
 	}
 	return tg, profile, nil
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 	"github.com/cnibench/cnibench/internal/tuning"
@@ -74,6 +75,8 @@ type ProviderRun struct {
 	Runtimes []string
 	// GatewayAPI: the suite measures the Gateway API split.
 	GatewayAPI bool
+	// EnvoyGateway: a target of the suite on the cluster goes through Envoy Gateway.
+	EnvoyGateway bool
 	// Image is the tools image the run was given; empty: the cluster's own.
 	Image string
 	// Keep keeps a cluster the provider creates.
@@ -121,7 +124,8 @@ func (r *run) providerFor(t suite.Target) Provider {
 	}
 	var p Provider = &remoteProvider{target: t, image: cmp.Or(t.Image, r.opts.Image)}
 	if t.Local != nil {
-		p = r.opts.Local(*t.Local, ProviderRun{Runtimes: r.runtimesOf(t.Local.Name), GatewayAPI: len(splitWeights(r.opts.Suite)) > 0,
+		split := len(splitWeights(r.opts.Suite)) > 0
+		p = r.opts.Local(*t.Local, ProviderRun{Runtimes: r.runtimesOf(t.Local.Name), GatewayAPI: split, EnvoyGateway: split && r.envoyOn(t.Local.Name),
 			Image: r.opts.Image, Keep: r.opts.Keep, Progress: r.progress, Out: indent(r.opts.Out)})
 	}
 	r.providers[key] = p
@@ -137,6 +141,13 @@ func (r *run) runtimesOf(name string) []string {
 		}
 	}
 	return out
+}
+
+// envoyOn reports whether a target of the run on a local cluster goes through Envoy Gateway.
+func (r *run) envoyOn(name string) bool {
+	return slices.ContainsFunc(r.opts.Suite.Targets, func(t suite.Target) bool {
+		return t.Local != nil && t.Local.Name == name && t.GatewayImpl() == lab.GatewayEnvoy
+	})
 }
 
 // concurrentCreates bounds the local clusters a run creates at once. Five at once took 93 s

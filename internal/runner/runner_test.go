@@ -394,6 +394,7 @@ func TestVariantNamespaceSuffix(t *testing.T) {
 		{suite.Target{Name: "local.runsc", Runtime: "runsc"}, "runsc"},
 		{suite.Target{Name: "local.kata.v2.ipv6", Runtime: "kata.v2", Family: "ipv6"}, "kata-v2-ipv6"},
 		{suite.Target{Name: "local.runc.default.ipv4", Runtime: "runc", Tuning: "default", Family: "ipv4"}, "runc-default-ipv4"},
+		{suite.Target{Name: "envoy.runsc", Runtime: "runsc", Gateway: "envoy"}, "runsc-envoy"},
 	} {
 		if got := variantSuffix(c.target); got != c.want {
 			t.Errorf("%s: %q, want %q", c.target.Name, got, c.want)

@@ -2,6 +2,7 @@ package runner
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -31,7 +32,7 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 	out := make([]pairEnd, 0, n)
 	for i := range n {
 		pod := func(role string) string { return f.Pod(role, i).Name }
-		client := podContainer{pod(p.Client), kube.ClientContainer}
+		client := podContainer{pod: pod(p.Client), container: kube.ClientContainer}
 		e := pairEnd{clientPod: client.pod, statPods: []podContainer{client}}
 		switch p.Address {
 		case suite.AddrNone:
@@ -42,7 +43,7 @@ func (t *target) endpoints(path string, server, n int) ([]pairEnd, error) {
 			if e.target == "" && p.Address == suite.AddrSecondary {
 				return nil, fmt.Errorf("path %s: pod %s has no address on network %s", path, pod(p.Server), f.Spec.Secondary)
 			}
-			e.statPods = append(e.statPods, podContainer{pod(p.Server), srv.Name})
+			e.statPods = append(e.statPods, podContainer{pod: pod(p.Server), container: srv.Name})
 		case suite.AddrGateway:
 			var err error
 			if e, err = t.gatewayEnd(); err != nil {
@@ -247,7 +248,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 	for attempt := 0; attempt < statAttempts; attempt++ {
 		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		var raw []byte
-		raw, err = c.Exec(tctx, namespace, pc.pod, pc.container, agentcmd.StatCmd{}.Argv())
+		raw, err = c.Exec(tctx, cmp.Or(pc.namespace, namespace), pc.pod, pc.container, agentcmd.StatCmd{}.Argv())
 		cancel()
 		if err != nil {
 			return err

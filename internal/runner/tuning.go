@@ -11,10 +11,15 @@ import (
 )
 
 // variantSuffix names what sets a target apart from the others on its cluster, for its
-// namespace: its variant of each dimension ("runsc-throughput-ipv6"); "" for none. A
+// namespace: its variant of each dimension ("runsc-throughput-ipv6"), then the Gateway API
+// implementation it names (two targets may share a cluster through two); "" for none. A
 // RuntimeClass name may hold dots, a namespace name may not.
 func variantSuffix(t suite.Target) string {
-	return strings.ReplaceAll(strings.Join(t.VariantNames(), "-"), ".", "-")
+	parts := t.VariantNames()
+	if t.Gateway != "" {
+		parts = append(parts, t.Gateway)
+	}
+	return strings.ReplaceAll(strings.Join(parts, "-"), ".", "-")
 }
 
 // tuningProfile loads the target's tuning profile: the zero Profile without one.

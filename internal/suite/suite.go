@@ -190,6 +190,20 @@ type Target struct {
 	// split (two targets naming two classes compare implementations); a local cluster deploys
 	// Traefik.
 	GatewayClassName string `json:"gatewayClassName,omitempty"`
+	// Gateway is the Gateway API implementation a local cluster's gateway path goes through:
+	// traefik (the default, deployed by the run) or envoy (Envoy Gateway, which the run's
+	// cluster then runs). Two targets may share one local cluster when they differ in it:
+	// both implementations measured side by side, interleaved, on the same nodes.
+	Gateway string `json:"gateway,omitempty"`
+}
+
+// GatewayImpl is the target's Gateway API implementation on a local cluster: its own, else
+// Traefik. A remote target's is its GatewayClassName.
+func (t Target) GatewayImpl() string {
+	if t.Gateway == "" {
+		return lab.GatewayTraefik
+	}
+	return t.Gateway
 }
 
 // External is a machine outside a remote cluster running `cnibench agent serve`.

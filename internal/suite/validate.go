@@ -59,7 +59,7 @@ func (s Suite) validateTargets() []error {
 	if len(s.Targets) == 0 {
 		add("targets", "expected at least one target")
 	}
-	names, clusters := map[string]bool{}, map[string]bool{}
+	names, clusters := map[string]bool{}, map[string]Target{}
 	for i, t := range s.Targets {
 		switch {
 		case t.Name == "":
@@ -79,11 +79,12 @@ func (s Suite) validateTargets() []error {
 		}
 		if t.Local != nil {
 			errs = append(errs, localErrors(i, t.Local.Validate())...)
-			if clusters[t.Local.Name] {
-				add(fmt.Sprintf("targets[%d].local.cluster", i), "%q is used by two targets; each target needs a cluster of its own", t.Local.Name)
+			if other, ok := clusters[t.Local.Name]; ok {
+				errs = append(errs, sharedCluster(i, t, other)...)
 			}
-			clusters[t.Local.Name] = true
+			clusters[t.Local.Name] = t
 		}
+		errs = append(errs, s.validateTargetGateway(i, t)...)
 		if t.NetworkPolicy != nil {
 			errs = append(errs, validatePolicy(i, t)...)
 		}
@@ -93,6 +94,39 @@ func (s Suite) validateTargets() []error {
 		errs = append(errs, validateExternal(i, t)...)
 	}
 	return errs
+}
+
+// sharedCluster checks a target that names the local cluster of an earlier one: allowed only
+// for the same cluster (the same local block) through another Gateway API implementation,
+// which is how two implementations are compared on the same nodes.
+func sharedCluster(i int, t, other Target) []error {
+	at := fmt.Sprintf("targets[%d].local.cluster", i)
+	switch {
+	case *t.Local != *other.Local:
+		return []error{invalid(at, "%q is also target %s's, with another local block; a shared cluster needs the same one", t.Local.Name, other.Name)}
+	case t.GatewayImpl() == other.GatewayImpl():
+		return []error{invalid(at, "%q is used by two targets; each target needs a cluster of its own (two targets share one only to compare gateways: %s)",
+			t.Local.Name, strings.Join(lab.Gateways(), ", "))}
+	}
+	return nil
+}
+
+// validateTargetGateway checks a target's Gateway API implementation: a known one, on a local
+// cluster, for a suite that measures the gateway path.
+func (s Suite) validateTargetGateway(i int, t Target) []error {
+	if t.Gateway == "" {
+		return nil
+	}
+	at := fmt.Sprintf("targets[%d].gateway", i)
+	switch {
+	case !slices.Contains(lab.Gateways(), t.Gateway):
+		return []error{invalid(at, "%q: expected one of %s", t.Gateway, strings.Join(lab.Gateways(), ", "))}
+	case t.Local == nil:
+		return []error{invalid(at, "a remote cluster's Gateway API implementation is the GatewayClass it names; expected gatewayClassName instead")}
+	case !slices.Contains(s.Paths, Gateway):
+		return []error{invalid(at, "%q chooses the implementation of path %s, which the suite does not measure; expected %s in paths, or no gateway", t.Gateway, Gateway, Gateway)}
+	}
+	return nil
 }
 
 // validatePaths checks the paths and how long the pods live.

@@ -54,22 +54,24 @@ func TestDefaultDir(t *testing.T) {
 
 func TestComponentsTable(t *testing.T) {
 	want := map[string][]string{
-		Kubernetes: {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"},
-		CoreDNS:    {"coredns"},
-		CNIPlugins: {"bridge", "ptp", "macvlan", "loopback", "host-local", "bandwidth", "portmap", "firewall", "tuning"},
-		Containerd: {"containerd", "containerd-shim-runc-v2", "ctr"},
-		Flannel:    {"flanneld", "flannel"},
-		Cilium:     {"cilium-agent", "cilium-cni", "cilium-dbg", "cilium-operator-generic", "cilium-bpf.tar.gz"},
-		CRIO:       {"crio", "pinns"},
-		GVisor:     {"runsc", "containerd-shim-runsc-v1"},
-		Youki:      {"youki"},
-		Calico:     {"calico-node", "calico", "calico-ipam", "calico-crds.yaml"},
-		GatewayAPI: {"gateway-api-crds.yaml"},
-		Traefik:    {"traefik"},
-		K6:         {"k6"},
-		Registry:   {"registry"},
-		Stream:     {"stream"},
-		Multus:     {"multus", "multus-crds.yaml"},
+		Kubernetes:   {"kube-apiserver", "kube-controller-manager", "kube-scheduler", "kubelet", "kube-proxy", "kubectl"},
+		CoreDNS:      {"coredns"},
+		CNIPlugins:   {"bridge", "ptp", "macvlan", "loopback", "host-local", "bandwidth", "portmap", "firewall", "tuning"},
+		Containerd:   {"containerd", "containerd-shim-runc-v2", "ctr"},
+		Flannel:      {"flanneld", "flannel"},
+		Cilium:       {"cilium-agent", "cilium-cni", "cilium-dbg", "cilium-operator-generic", "cilium-bpf.tar.gz"},
+		CRIO:         {"crio", "pinns"},
+		GVisor:       {"runsc", "containerd-shim-runsc-v1"},
+		Youki:        {"youki"},
+		Calico:       {"calico-node", "calico", "calico-ipam", "calico-crds.yaml"},
+		GatewayAPI:   {"gateway-api-crds.yaml"},
+		Traefik:      {"traefik"},
+		K6:           {"k6"},
+		Registry:     {"registry"},
+		Stream:       {"stream"},
+		Multus:       {"multus", "multus-crds.yaml"},
+		EnvoyGateway: {"envoy-gateway", "envoy-gateway-crds.yaml", "envoy-gateway.yaml"},
+		Envoy:        {"envoy"},
 	}
 	seen := map[string]bool{}
 	for _, c := range Components() {
@@ -87,7 +89,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 36 + 6*len(lab.KubernetesVersions()); len(seen) != want {
+	if want := 40 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

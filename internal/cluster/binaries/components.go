@@ -103,6 +103,7 @@ func Components() []Component {
 	all = append(all, gvisorComponents()...)
 	all = append(all, youkiComponents()...)
 	all = append(all, gatewayComponents()...)
+	all = append(all, envoyGatewayComponents()...)
 	all = append(all, k6Components()...)
 	all = append(all, streamComponents()...)
 	all = append(all, multusComponents()...)

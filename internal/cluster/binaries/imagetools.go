@@ -15,6 +15,9 @@ type ImageTool struct {
 	// LocalOnly marks the local cluster's own gateway: a user's cluster names its own
 	// GatewayClass, so the image for users' clusters leaves it out.
 	LocalOnly bool
+	// Envoy marks Envoy Gateway's (the controller and the proxy): a local cluster's image
+	// carries them only where the cluster runs Envoy Gateway, which builds them on first use.
+	Envoy bool
 }
 
 // ImageTools lists the tools image's built binaries.
@@ -23,5 +26,9 @@ func ImageTools() []ImageTool {
 		{Component: Stream, Binary: StreamBinary},                                 // the stream workload
 		{Component: K6, Binary: K6Binary, Split: true},                            // gateway-split's load
 		{Component: Traefik, Binary: TraefikBinary, Split: true, LocalOnly: true}, // the local gateway
+		// Envoy Gateway, the other local implementation: its controller, certgen and the proxies'
+		// shutdown manager are one binary; the proxies run Envoy.
+		{Component: EnvoyGateway, Binary: EnvoyGatewayBinary, Split: true, LocalOnly: true, Envoy: true},
+		{Component: Envoy, Binary: EnvoyBinary, Split: true, LocalOnly: true, Envoy: true},
 	}
 }

@@ -27,22 +27,24 @@ func TestEveryComponentHasARecipe(t *testing.T) {
 // moved to another recipe would keep its stale build.
 func TestRecipeNamesAreStable(t *testing.T) {
 	want := map[string]string{
-		CNIPlugins: "go-install",
-		CoreDNS:    "go-install",
-		Containerd: "module-copy",
-		Kubernetes: "k8s-wrapper",
-		Cilium:     "kind-100",
-		Flannel:    "kind-101",
-		GVisor:     "kind-102",
-		CRIO:       "kind-103",
-		Youki:      "kind-104",
-		Calico:     "kind-105",
-		GatewayAPI: "kind-106",
-		Traefik:    "module-copy",
-		K6:         "go-install",
-		Registry:   "go-install",
-		Stream:     "cargo-install",
-		Multus:     "multus-thin",
+		CNIPlugins:   "go-install",
+		CoreDNS:      "go-install",
+		Containerd:   "module-copy",
+		Kubernetes:   "k8s-wrapper",
+		Cilium:       "kind-100",
+		Flannel:      "kind-101",
+		GVisor:       "kind-102",
+		CRIO:         "kind-103",
+		Youki:        "kind-104",
+		Calico:       "kind-105",
+		GatewayAPI:   "kind-106",
+		Traefik:      "module-copy",
+		K6:           "go-install",
+		Registry:     "go-install",
+		Stream:       "cargo-install",
+		Multus:       "multus-thin",
+		EnvoyGateway: "envoy-gateway",
+		Envoy:        "pypi-wheel",
 	}
 	for _, c := range Components() {
 		if w, ok := want[c.Name]; !ok || c.recipe.name != w {
@@ -51,7 +53,8 @@ func TestRecipeNamesAreStable(t *testing.T) {
 	}
 	seen := map[string]bool{}
 	for _, r := range []recipe{goInstallRecipe(), k8sWrapperRecipe(), moduleCopyRecipe(), ciliumRecipe(),
-		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe(), multusRecipe()} {
+		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe(), multusRecipe(),
+		envoyGatewayRecipe(), envoyWheelRecipe()} {
 		if seen[r.name] {
 			t.Errorf("two recipes are named %q", r.name)
 		}

@@ -99,7 +99,7 @@ func (p *Provider) connect(ctx context.Context) (provided, error) {
 	default:
 		p.run.Progress("creating local cluster %s (%s, kube-proxy %s, %d nodes, Kubernetes %s, %s)", l.Name, l.Datapath, l.ProxyMode, l.Nodes, l.Kubernetes, l.CRI)
 		err = cluster.Create(ctx, cluster.Options{
-			LocalConfig: l, Wait: 3 * time.Minute, Runtimes: append(lab.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: p.run.GatewayAPI,
+			LocalConfig: l, Wait: 3 * time.Minute, Runtimes: append(lab.HandlersFor(l.CRI)[:1], p.runtimes...), GatewayAPI: p.run.GatewayAPI, EnvoyGateway: p.run.EnvoyGateway,
 			Out: cmp.Or(p.out, p.run.Out), Layout: p.Layout, Cache: p.Cache,
 		})
 		if err != nil {
@@ -124,7 +124,10 @@ func (p *Provider) provided(spec cluster.Spec) (runner.Provided, error) {
 	client, err := kube.Connect(p.Layout.Kubeconfig(spec.Name), "")
 	got := runner.Provided{Client: client, Image: image, Facts: facts(spec), ProfileDir: p.Layout.Dir(spec.Name)}
 	got.Gateway = runner.GatewayOffer{Available: spec.GatewayAPI,
-		Why: fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name)}
+		Why:       fmt.Sprintf("local cluster %s was created without the Gateway API split: delete it and the run recreates it with it (or cluster create --gateway-api)", spec.Name),
+		Envoy:     spec.EnvoyGateway,
+		EnvoyFact: "envoy-gateway " + binaries.EnvoyGatewayVersion + ", envoy " + binaries.EnvoyVersion + " (its proxy for the run's Gateway, made by the cluster's controller)",
+		EnvoyWhy:  fmt.Sprintf("local cluster %s was created without Envoy Gateway: delete it and the run recreates it with it (or cluster create --envoy-gateway)", spec.Name)}
 	got.Secondary = runner.SecondaryOffer{Why: fmt.Sprintf("local cluster %s was created without Multus: delete it and the run recreates it with it (multus: true in the suite's local block, or cluster create --multus)", spec.Name)}
 	if spec.Multus {
 		got.Secondary.Network = lab.SecondaryNetwork
