@@ -21,6 +21,10 @@ func main() {
 	// progress lines; the samples concerned report their own errors. Discarded, not written to
 	// klog's default files either; fatal ones still reach stderr.
 	quietKlog()
+	if err := closeInheritedOnExec(); err != nil {
+		fmt.Fprintln(os.Stderr, "error: mark inherited descriptors close-on-exec:", err)
+		os.Exit(1)
+	}
 	// Ctrl-C cancels the context: long operations stop cleanly and remove what they created.
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
