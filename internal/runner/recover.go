@@ -51,14 +51,14 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) record.
 			causes = append(causes, rec.cause)
 			s.Error = rec.cause + ": " + s.Error
 		}
-		if attempt == sampleAttempts || ctx.Err() != nil {
+		if rec.final || attempt == sampleAttempts || ctx.Err() != nil {
 			return true, nil
 		}
 		r.progress("sample %d (%s %s %s) failed, trying again: %s", st.Seq, s.Target, s.Path, s.Workload, s.Error)
 		return false, nil
 	})
 	if len(causes) > 0 && ctx.Err() == nil {
-		line := lostLine(s, causes)
+		line := lostLine(s, causes, attempt)
 		r.lostSamples = append(r.lostSamples, line)
 		r.progress("%s", line)
 	}
@@ -68,10 +68,13 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) record.
 // lostLine says what a sample lost and what became of it: "1 sample of tcp-rr/64B cross-node
 // on remote lost: pod cnibench-server-b-0 (server-b) deleted mid-sample, made again in 3.1s;
 // retried".
-func lostLine(s record.Sample, causes []string) string {
+func lostLine(s record.Sample, causes []string, attempts int) string {
 	outcome := "retried"
-	if s.Error != "" {
+	switch {
+	case s.Error != "" && attempts > 1:
 		outcome = "retried, and stored as failed"
+	case s.Error != "":
+		outcome = "stored as failed"
 	}
 	return fmt.Sprintf("1 sample of %s %s on %s lost: %s; %s", s.Cell().WorkloadLabel(), s.Path, s.Target, strings.Join(causes, "; "), outcome)
 }
@@ -82,6 +85,9 @@ type recovery struct {
 	// it found nothing wrong with the cluster: the tool's own failure, tried again as it is.
 	cause string
 	lost  Loss // lasting: the sample is not tried again
+	// final: what failed could not be mended (a gone pod could not be made again), so trying
+	// the sample again would fail the same way.
+	final bool
 }
 
 // recover looks outside the tool for what failed an attempt: it asks the provider what of the
@@ -106,39 +112,41 @@ func (r *run) recover(ctx context.Context, tg *target, err error) recovery {
 	case kube.Unreachable(err):
 		causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke (%v)", tg.client.Server, rootCause(err)))
 	}
-	if c := r.replaceGone(ctx, tg); c != "" {
+	c, mended := r.replaceGone(ctx, tg)
+	if c != "" {
 		causes = append(causes, c)
 	}
-	return recovery{cause: strings.Join(causes, "; ")}
+	return recovery{cause: strings.Join(causes, "; "), final: !mended}
 }
 
 // replaceGone makes the target's pods that were deleted, evicted or failed again, as they
-// were deployed, and says which and how long it took; "" when none was gone.
-func (r *run) replaceGone(ctx context.Context, tg *target) string {
+// were deployed, and says which and how long it took ("" when none was gone); mended is false
+// when a gone pod could not be made again.
+func (r *run) replaceGone(ctx context.Context, tg *target) (what string, mended bool) {
 	if tg.fixture == nil {
-		return ""
+		return "", true
 	}
 	gone, err := tg.client.Gone(ctx, tg.fixture)
 	if err != nil {
-		return fmt.Sprintf("the run's pods could not be checked (%v)", err)
+		return fmt.Sprintf("the run's pods could not be checked (%v)", err), true
 	}
 	if len(gone) == 0 {
-		return ""
+		return "", true
 	}
 	names := make([]string, len(gone))
 	for i, g := range gone {
 		names[i] = g.String()
 	}
-	what := strings.Join(names, ", ") + " mid-sample"
+	what = strings.Join(names, ", ") + " mid-sample"
 	took, err := tg.client.Replace(ctx, tg.fixture, gone)
 	if err == nil && len(tg.profile.Offloads) > 0 {
 		// A new pod's veth has the kernel's offloads, not the profile's.
 		_, err = r.applyOffloads(ctx, tg, tg.profile)
 	}
 	if err != nil {
-		return fmt.Sprintf("%s, and making it again failed: %v", what, err)
+		return fmt.Sprintf("%s, and making it again failed: %v", what, err), false
 	}
-	return fmt.Sprintf("%s, made again in %.1fs", what, took.Seconds())
+	return fmt.Sprintf("%s, made again in %.1fs", what, took.Seconds()), true
 }
 
 // rootCause is the innermost error err wraps: what the connection or the tool said, without
