@@ -58,6 +58,8 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 		return nil, fmt.Errorf("load kubeconfig %q (context %q): %w", kubeconfig, kubeContext, err)
 	}
 	cfg.QPS, cfg.Burst = 50, 100
+	// A partitioned API server fails the calls waiting on it within userTimeout.
+	cfg.Dial = apiDialer().DialContext
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
@@ -117,7 +119,7 @@ func (c *Client) Exec(ctx context.Context, namespace, pod, container string, arg
 func (c *Client) ExecIO(ctx context.Context, namespace, pod, container string, argv []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	req := c.CS.CoreV1().RESTClient().Post().Resource("pods").Namespace(namespace).Name(pod).SubResource("exec").
 		VersionedParams(&corev1.PodExecOptions{Container: container, Command: argv, Stdin: stdin != nil, Stdout: true, Stderr: true}, scheme.ParameterCodec)
-	exec, err := remotecommand.NewSPDYExecutor(c.config, "POST", req.URL())
+	exec, err := spdyExecutor(c.config, req.URL())
 	if err != nil {
 		return fmt.Errorf("exec in %s/%s: %w", pod, container, err)
 	}

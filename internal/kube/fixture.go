@@ -2,6 +2,7 @@ package kube
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"maps"
 	"slices"
@@ -433,49 +434,79 @@ func describe(p *corev1.Pod) string {
 const teardownWait = 5 * time.Minute
 
 // Teardown deletes the run's namespace (or, in a namespace the run did not create, its
-// labelled objects) and waits until they are gone.
+// labelled objects) and waits until they are gone. Calls that fail for a reason that passes (an
+// API server away for a while) are made again. A namespace that cannot go by itself (objects
+// held by finalizers nobody removes) is given finalizerWait, then named with what holds it in
+// a *StuckNamespaceError.
 func (c *Client) Teardown(ctx context.Context, namespace, runID string, ownNamespace bool) error {
 	sel := LabelRun + "=" + runID
 	if !ownNamespace {
-		if err := c.deleteLabelled(ctx, namespace, sel); err != nil {
+		if err := retryAPI(ctx, func() error { return c.deleteLabelled(ctx, namespace, sel) }); err != nil {
 			return fmt.Errorf("run %s: %w", runID, err)
 		}
 	} else {
 		// The pods go first and at once: the namespace controller would otherwise stop them
 		// only after discovering every resource type, which a slow control plane drags out.
 		grace := int64(0)
-		err := c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
-			metav1.ListOptions{LabelSelector: sel})
+		err := retryAPI(ctx, func() error {
+			return c.CS.CoreV1().Pods(namespace).DeleteCollection(ctx, metav1.DeleteOptions{GracePeriodSeconds: &grace},
+				metav1.ListOptions{LabelSelector: sel})
+		})
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete pods of run %s: %w", runID, err)
 		}
-		err = c.CS.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{})
+		err = retryAPI(ctx, func() error { return c.CS.CoreV1().Namespaces().Delete(ctx, namespace, metav1.DeleteOptions{}) })
 		if err != nil && !apierrors.IsNotFound(err) {
 			return fmt.Errorf("delete namespace %s: %w", namespace, err)
 		}
 	}
-	left := "objects"
+	return c.awaitTeardown(ctx, namespace, runID, ownNamespace)
+}
+
+// awaitTeardown waits until the run's pods, and with ownNamespace its namespace, are gone.
+func (c *Client) awaitTeardown(ctx context.Context, namespace, runID string, ownNamespace bool) error {
+	sel := LabelRun + "=" + runID
+	left, why := "objects", ""
+	var blockedSince time.Time
 	err := wait.PollUntilContextTimeout(ctx, 500*time.Millisecond, teardownWait, true, func(ctx context.Context) (bool, error) {
 		pods, err := c.CS.CoreV1().Pods(namespace).List(ctx, metav1.ListOptions{LabelSelector: sel})
 		if err == nil {
 			left = fmt.Sprintf("%d pods", len(pods.Items))
 		}
-		if ownNamespace {
-			_, err := c.CS.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
-			if err == nil && left == "0 pods" {
-				left = "the namespace (pods gone)"
-			}
-			return apierrors.IsNotFound(err), nil
+		if !ownNamespace {
+			return err == nil && len(pods.Items) == 0, nil
 		}
-		return err == nil && len(pods.Items) == 0, nil
+		ns, err := c.CS.CoreV1().Namespaces().Get(ctx, namespace, metav1.GetOptions{})
+		if apierrors.IsNotFound(err) {
+			return true, nil
+		}
+		if err != nil {
+			return false, nil
+		}
+		if left == "0 pods" {
+			left = "the namespace (pods gone)"
+		}
+		if why = blocked(ns); why == "" {
+			blockedSince = time.Time{}
+			return false, nil
+		}
+		if blockedSince.IsZero() {
+			blockedSince = time.Now()
+		}
+		if time.Since(blockedSince) >= finalizerWait {
+			return false, errBlocked
+		}
+		return false, nil
 	})
-	if err != nil {
-		if ctx.Err() != nil {
-			return ctx.Err()
-		}
-		return fmt.Errorf("%s of run %s still present after %s in namespace %s", left, runID, teardownWait, namespace)
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, errBlocked):
+		return c.stuckNamespace(ctx, namespace, why)
+	case ctx.Err() != nil:
+		return ctx.Err()
 	}
-	return nil
+	return fmt.Errorf("%s of run %s still present after %s in namespace %s", left, runID, teardownWait, namespace)
 }
 
 // deleteLabelled deletes a run's Services, NetworkPolicies and pods in a namespace the run

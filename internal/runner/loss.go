@@ -29,10 +29,11 @@ func (l Loss) explain(sampleErr string) string {
 	return fmt.Sprintf("lost %s: %s", l, sampleErr)
 }
 
-// Lost asks a remote cluster's API what is down among the target's nodes.
+// Lost asks a remote cluster's API which of the target's nodes are down. Of its API server it
+// knows only that it does not answer, which may pass: the run waits for it (recover) before
+// taking its control plane for lost.
 func (*remoteProvider) Lost(ctx context.Context, client *kube.Client, nodes []string) Loss {
-	down, cp := client.Down(ctx, nodes)
-	return Loss{Down: down, ControlPlane: cp}
+	return Loss{Down: client.NodesDown(ctx, nodes)}
 }
 
 // losses ends a run that lost components with an error naming them, so it is stored as

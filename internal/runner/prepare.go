@@ -40,6 +40,7 @@ type target struct {
 	gateway      *splitGateway   // the Gateway API split, for the gateway path
 	secondary    string          // the network attachment of the secondary path; "": none
 	profiler     cpuProfiler     // nil: the run records no CPU profiles of this target
+	profile      tuning.Profile  // its tuning, which a pod made again mid-run gets too
 }
 
 // servers derives one server container per distinct server command among the workloads
@@ -222,6 +223,7 @@ func (r *run) newTarget(t suite.Target) (*target, tuning.Profile, error) {
 	if err != nil {
 		return tg, profile, err
 	}
+	tg.profile = profile
 	switch {
 	case tg.ownNamespace && variantSuffix(t) != "":
 		// A namespace name may not exceed 63 characters.

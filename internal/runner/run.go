@@ -70,6 +70,9 @@ type run struct {
 	// seq is the last sample number handed out: the schedule's come first, setup samples and
 	// extra rounds after.
 	seq int
+	// lostSamples says, a line each, which samples lost an attempt to the cluster (an API
+	// server away, a pod deleted) and what became of them: the run's note keeps them.
+	lostSamples []string
 }
 
 // maxConsecutiveFailures stops a run whose samples all fail, instead of burning its schedule.
@@ -183,9 +186,15 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 	if len(res.Samples) > 0 && status == record.StatusFailed {
 		status = record.StatusPartial
 	}
+	notes := append([]string{}, r.lostSamples...)
 	if terr := r.teardown(); terr != nil {
 		err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
+		notes = append(notes, "not removed: "+terr.Error())
 	}
+	if note != "" {
+		notes = append([]string{note}, notes...)
+	}
+	note = strings.Join(notes, "; ")
 	res.Run.Status, res.Run.Note, res.Run.Finished = status, note, time.Now().UTC()
 	// A fresh context: the run's own may be cancelled, and the status must still be written.
 	fctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -194,6 +203,12 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 	if ferr := r.opts.Store.FinishRun(fctx, r.id, status, res.Run.Finished, note); ferr != nil {
 		err = errors.Join(err, fmt.Errorf("store run status: %w", ferr))
 		stored = "taken, not all stored (see the error)"
+	}
+	if n := len(r.lostSamples); n > 0 {
+		r.progress("%d samples lost an attempt to the cluster (the run's note keeps these lines):", n)
+		for _, l := range r.lostSamples {
+			r.progress("  %s", l)
+		}
 	}
 	r.progress("run %s %s: %d samples %s", r.id, status, len(res.Samples), stored)
 	return err
@@ -244,37 +259,6 @@ func (r *run) loop(ctx context.Context, steps []Step, byName map[string]*target,
 		}
 	}
 	return nil
-}
-
-// sampleAttempts bounds the tries of one sample. The tools fail now and then for reasons of
-// their own (iperf3 3.12's server sometimes resets its control connection after a test); a
-// sample that fails every time is stored as failed.
-const sampleAttempts = 3
-
-// measureWithRetry runs a step, trying again after a pause when it fails.
-func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) record.Sample {
-	var s record.Sample
-	for attempt := 1; attempt <= sampleAttempts; attempt++ {
-		s = r.measure(ctx, tg, st)
-		if s.Error == "" || ctx.Err() != nil {
-			break
-		}
-		// Nothing is restarted under a run: a failure a lost component explains is final.
-		if l := tg.provider.Lost(ctx, tg.client, tg.nodes); l.any() {
-			tg.lost = l
-			s.Error = l.explain(s.Error)
-			break
-		}
-		if attempt == sampleAttempts {
-			break
-		}
-		r.progress("sample %d (%s %s %s) failed, trying again: %s", st.Seq, s.Target, s.Path, s.Workload, s.Error)
-		select {
-		case <-ctx.Done():
-		case <-time.After(time.Second):
-		}
-	}
-	return s
 }
 
 // report prints one progress line per sample.

@@ -103,14 +103,15 @@ func loopback(family string) string {
 	return "127.0.0.1"
 }
 
-// measure runs one step and returns its sample; a failed tool gives a sample with Error set.
-func (r *run) measure(ctx context.Context, tg *target, st Step) record.Sample {
+// measure runs one step and returns its sample; a failed tool gives a sample with Error set,
+// and the error itself, whose kind says what failed (an API server away, a tool's exit).
+func (r *run) measure(ctx context.Context, tg *target, st Step) (record.Sample, error) {
 	ew := st.Combo.Workload.Engine(st.Duration)
 	n := max(st.Combo.Pairs, 1)
 	s := r.newSample(tg, st)
-	fail := func(err error) record.Sample {
+	fail := func(err error) (record.Sample, error) {
 		s.Error, s.Duration = err.Error(), time.Since(s.Started)
-		return s
+		return s, err
 	}
 	eng, err := engine.For(ew)
 	if err != nil {
@@ -140,7 +141,7 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) record.Sample {
 			return fail(err)
 		}
 		s.Metrics, s.Duration = fig.metrics, time.Since(s.Started)
-		return s
+		return s, nil
 	}
 	before, err := r.stats(ctx, tg, statPods)
 	if err != nil {
@@ -174,7 +175,7 @@ func (r *run) measure(ctx context.Context, tg *target, st Step) record.Sample {
 	s.Metrics = fig.metrics
 	costs(&s, st, ends, before, after, reports, fig)
 	s.Duration = time.Since(s.Started)
-	return s
+	return s, nil
 }
 
 // costs adds a measured sample's cost figures and flags: the CPU and memory its counters and
