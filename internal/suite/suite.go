@@ -190,6 +190,11 @@ type Target struct {
 	// split (two targets naming two classes compare implementations); a local cluster deploys
 	// Traefik.
 	GatewayClassName string `json:"gatewayClassName,omitempty"`
+	// SecondaryNetwork is the NetworkAttachmentDefinition of a remote cluster that the
+	// secondary paths take, NAMESPACE/NAME or NAME (in the run's namespace): every pod of the
+	// pod network asks for it beside the cluster network. A local cluster offers its own
+	// (local.multus).
+	SecondaryNetwork string `json:"secondaryNetwork,omitempty"`
 }
 
 // External is a machine outside a remote cluster running `cnibench agent serve`.
