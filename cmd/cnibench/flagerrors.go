@@ -52,6 +52,7 @@ func suiteFieldFlags() map[string]string {
 		"targets.local.cluster": "cluster", "targets.local.cri": "cri", "targets.networkPolicy": "network-policies",
 		"targets.external.address": "external", "targets.external.tokenFile": "external-token-file",
 		"targets.external.gatewayAddress": "external-gateway-address", "targets.external.caFile": "external-ca-file",
+		"targets.secondaryNetwork": "secondary-network",
 	}
 }
 

@@ -17,6 +17,9 @@ type rbacOptions struct {
 	serviceAccount string // --service-account NAMESPACE/NAME
 	user, group    string // --user, --group
 	policies       bool   // --network-policies
+	// secondaryNetwork is --secondary-network: the NetworkAttachmentDefinition the run's
+	// secondary paths take, which its preflight reads.
+	secondaryNetwork string
 }
 
 func newRBACCommand() *cobra.Command {
@@ -27,7 +30,9 @@ func newRBACCommand() *cobra.Command {
 		Long: `Prints, as YAML for kubectl apply, the permissions a run needs: a Role in the run's namespace
 (its pods, their exec and logs, Services, EndpointSlices; NetworkPolicies with --network-policies)
 and a read-only ClusterRole (nodes and their kubelet summaries, RuntimeClasses, and the CNI's and
-kube-proxy's DaemonSets and named ConfigMaps for the fingerprint), each bound to the subject.
+kube-proxy's DaemonSets and named ConfigMaps for the fingerprint), each bound to the subject;
+with --secondary-network, get on that one NetworkAttachmentDefinition (in the Role when it is
+in the run's namespace, else by name in the ClusterRole).
 A run with --namespace NS checks exactly these before it deploys anything. Without --namespace
 the run makes a namespace of its own each time, which only cluster-wide rules can cover: prefer a
 namespace the platform team creates. Not covered: the gateway path's split (its Gateway API
@@ -43,6 +48,7 @@ objects) and the host-network path (Pod Security may refuse it).`,
 	f.StringVar(&o.user, "user", "", "bind a user")
 	f.StringVar(&o.group, "group", "", "bind a group")
 	f.BoolVar(&o.policies, "network-policies", false, "also the NetworkPolicy permissions of policy variants")
+	f.StringVar(&o.secondaryNetwork, "secondary-network", "", "also reading this NetworkAttachmentDefinition, NAMESPACE/NAME or NAME in --namespace, for the secondary paths (run --secondary-network)")
 	cmd.MarkFlagsMutuallyExclusive("service-account", "user", "group")
 	cmd.MarkFlagsOneRequired("service-account", "user", "group")
 	return cmd
@@ -70,6 +76,12 @@ func (o rbacOptions) run(w io.Writer) error {
 		return err
 	}
 	a := kube.Access{Namespace: o.namespace, OwnNamespace: o.namespace == "", Policies: o.policies}
+	if o.secondaryNetwork != "" {
+		if !strings.Contains(o.secondaryNetwork, "/") && o.namespace == "" {
+			return fmt.Errorf("--secondary-network %q: a name alone is in the run's namespace, and without --namespace the run makes its own: expected NAMESPACE/NAME", o.secondaryNetwork)
+		}
+		a.SecondaryNetwork = kube.QualifyNetwork(o.secondaryNetwork, o.namespace)
+	}
 	for i, obj := range a.RBAC(subject) {
 		b, err := yaml.Marshal(obj)
 		if err != nil {

@@ -26,4 +26,11 @@ func TestRBACCommand(t *testing.T) {
 	if _, err := run("--namespace", "bench"); err == nil || !strings.Contains(err.Error(), "service-account") {
 		t.Errorf("no subject: %v", err)
 	}
+	out, err = run("--namespace", "bench", "--user", "alice", "--secondary-network", "macvlan")
+	if err != nil || !strings.Contains(out, "- network-attachment-definitions") || !strings.Contains(out, "- macvlan") {
+		t.Errorf("rbac with a secondary network: %v\n%s", err, out)
+	}
+	if _, err := run("--user", "alice", "--secondary-network", "macvlan"); err == nil || !strings.Contains(err.Error(), "expected NAMESPACE/NAME") {
+		t.Errorf("a secondary network's name alone without --namespace: %v", err)
+	}
 }

@@ -111,6 +111,7 @@ func (r *runOptions) bindTargets(f *pflag.FlagSet) {
 	f.StringVar(&o.Overrides.ExternalTokenFile, "external-token-file", "", "the file holding the token of the --external agent (its serve --token-file)")
 	f.StringVar(&o.Overrides.ExternalCAFile, "external-ca-file", "", "the CA certificate (PEM) that signed the --external agent's TLS certificate (its serve --tls-cert); set, the agent is reached over HTTPS")
 	f.StringVar(&o.Overrides.ExternalGateway, "external-gateway-address", "", "an address of the --external host that the cluster routes through its egress gateway (egress-gateway path)")
+	f.StringVar(&o.Overrides.SecondaryNetwork, "secondary-network", "", "the NetworkAttachmentDefinition of the remote cluster that the secondary paths take, NAMESPACE/NAME or NAME in --namespace (Multus; docs/measuring.md)")
 	f.StringVarP(&o.Runner.Namespace, "namespace", "n", "", "namespace to run in (default: a fresh cnibench-<run>, removed at the end)")
 	f.StringVar(&o.Runner.Image, "image", "", "tools image (default: the local cluster's own; required for remote clusters)")
 	f.StringVar(&o.Runner.ImagePullSecret, "image-pull-secret", "", "a Secret in --namespace holding the credentials of --image's registry (kubectl create secret docker-registry), named by every pod of the run")
@@ -136,7 +137,7 @@ func (r *runOptions) bindTargets(f *pflag.FlagSet) {
 // their samples.
 func (r *runOptions) bindRounds(f *pflag.FlagSet) {
 	o := &r.Options
-	f.StringVar(&r.paths, "paths", "", "comma-separated paths: host-network, same-node, cross-node, pod-to-service, localhost, egress, egress-gateway")
+	f.StringVar(&r.paths, "paths", "", "comma-separated paths: "+strings.Join(suite.AllPaths(), ", "))
 	f.StringVar(&r.pairs, "pairs", "", "concurrency levels: client/server pairs running each workload at once, e.g. 1,10,40 (default 1)")
 	f.IntVar(&o.Overrides.Repetitions, "repetitions", 0, "measured rounds (default from the suite: 5)")
 	f.DurationVar(&o.Overrides.Duration, "duration", 0, "duration of each sample (default 4s)")

@@ -20,6 +20,9 @@ type Access struct {
 	OwnNamespace bool
 	// Policies adds the NetworkPolicy permissions of a policy variant.
 	Policies bool
+	// SecondaryNetwork is the NetworkAttachmentDefinition (namespace/name) the secondary paths
+	// take, which the preflight reads; "" when none.
+	SecondaryNetwork string
 }
 
 // RBACName names the roles and bindings `cnibench rbac` prints.
@@ -54,6 +57,18 @@ func (a Access) Rules() (namespaced, cluster []rbacv1.PolicyRule) {
 	if a.OwnNamespace {
 		cluster = append(cluster, rbacv1.PolicyRule{APIGroups: []string{""}, Resources: []string{"namespaces"}, Verbs: []string{"create", "get", "delete"}})
 	}
+	if a.SecondaryNetwork != "" {
+		// The one NetworkAttachmentDefinition, read by the preflight: in the run's namespace,
+		// or else (in default) by name in a read-only cluster-wide rule, rather than a Role
+		// in a namespace the run does not otherwise touch.
+		ns, name, _ := strings.Cut(a.SecondaryNetwork, "/")
+		rule := rbacv1.PolicyRule{APIGroups: []string{nadGroup}, Resources: []string{nadResource}, Verbs: []string{"get"}, ResourceNames: []string{name}}
+		if ns == a.Namespace && !a.OwnNamespace {
+			namespaced = append(namespaced, rule)
+		} else {
+			cluster = append(cluster, rule)
+		}
+	}
 	return namespaced, cluster
 }
 
@@ -81,7 +96,8 @@ func (a Access) RBAC(subject rbacv1.Subject) []any {
 }
 
 // reviews lists one access review per verb, resource and subresource of the rules; a rule
-// naming objects is checked on its first name.
+// naming objects is checked on its first name, and the NetworkAttachmentDefinition's in its
+// own namespace.
 func (a Access) reviews() []authv1.ResourceAttributes {
 	namespaced, cluster := a.Rules()
 	var out []authv1.ResourceAttributes
@@ -93,6 +109,9 @@ func (a Access) reviews() []authv1.ResourceAttributes {
 					ra := authv1.ResourceAttributes{Verb: verb, Group: r.APIGroups[0], Resource: resource, Subresource: sub, Namespace: ns}
 					if len(r.ResourceNames) > 0 {
 						ra.Name = r.ResourceNames[0]
+					}
+					if resource == nadResource {
+						ra.Namespace, _, _ = strings.Cut(a.SecondaryNetwork, "/")
 					}
 					out = append(out, ra)
 				}

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	nadclient "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/client/clientset/versioned"
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
@@ -23,7 +24,9 @@ import (
 
 // Client talks to one cluster.
 type Client struct {
-	CS     kubernetes.Interface
+	CS kubernetes.Interface
+	// NADs reads NetworkAttachmentDefinitions, the secondary paths' networks.
+	NADs   nadclient.Interface
 	config *rest.Config
 	// Server is the API server's URL, for messages.
 	Server string
@@ -64,11 +67,15 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
 	}
+	nads, err := nadclient.NewForConfig(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("NetworkAttachmentDefinition client for %s: %w", cfg.Host, err)
+	}
 	used := kubeContext
 	if raw, err := loader.RawConfig(); err == nil && used == "" {
 		used = raw.CurrentContext
 	}
-	return &Client{CS: cs, config: cfg, Server: cfg.Host, Context: used}, nil
+	return &Client{CS: cs, NADs: nads, config: cfg, Server: cfg.Host, Context: used}, nil
 }
 
 // Preflight fails with one clear error when the API server cannot be reached or the
@@ -84,8 +91,12 @@ func (c *Client) Preflight(ctx context.Context, a Access) error {
 		return err
 	}
 	if len(missing) > 0 {
-		return fmt.Errorf("missing RBAC permissions on %s (namespace %s): %s (cnibench rbac prints the objects that grant a run's permissions)",
-			c.Server, a.Namespace, strings.Join(missing, ", "))
+		rbac := "cnibench rbac"
+		if a.SecondaryNetwork != "" {
+			rbac += " --secondary-network " + a.SecondaryNetwork
+		}
+		return fmt.Errorf("missing RBAC permissions on %s (namespace %s): %s (%s prints the objects that grant a run's permissions)",
+			c.Server, a.Namespace, strings.Join(missing, ", "), rbac)
 	}
 	return nil
 }

@@ -1,7 +1,10 @@
 package kube
 
 import (
+	"cmp"
 	"encoding/json"
+	"fmt"
+	"strings"
 
 	corev1 "k8s.io/api/core/v1"
 )
@@ -77,4 +80,39 @@ func (f *Fixture) SecondaryInterface(role string, pair int) string {
 		}
 	}
 	return ""
+}
+
+// CheckSecondary checks that every pod of the fixture on the pod network got an address of
+// its own on the secondary network: an IPAM that hands out addresses per node (host-local
+// with one range on every node) gives pods of two nodes the same one, and a client would then
+// reach itself. It returns pair 0's interfaces and addresses, "client net1 10.1.2.3, ...", for
+// the fingerprint.
+func (f *Fixture) CheckSecondary() (string, error) {
+	holder := map[string]string{} // address: pod
+	var first []string
+	for _, role := range f.Spec.Roles {
+		for pair, p := range f.Pods[role] {
+			if p == nil || p.Spec.HostNetwork {
+				continue
+			}
+			ip := f.SecondaryIP(role, pair)
+			if ip == "" {
+				family := ""
+				if f.Spec.Family != "" {
+					family = " in " + f.Spec.Family
+				}
+				return "", fmt.Errorf("pod %s got no address%s on network %s (its network-status: %s): its IPAM gave it none",
+					p.Name, family, f.Spec.Secondary, cmp.Or(p.Annotations[AnnotationNetworkStatus], "none"))
+			}
+			if other, ok := holder[ip]; ok {
+				return "", fmt.Errorf("pods %s and %s both got %s on network %s: its IPAM hands out addresses per node, not across the cluster "+
+					"(host-local with one range on every node): expected cluster-wide IPAM such as whereabouts", other, p.Name, ip, f.Spec.Secondary)
+			}
+			holder[ip] = p.Name
+			if pair == 0 {
+				first = append(first, role+" "+f.SecondaryInterface(role, pair)+" "+ip)
+			}
+		}
+	}
+	return strings.Join(first, ", "), nil
 }

@@ -174,14 +174,14 @@ func (r *run) prepare(ctx context.Context, t suite.Target) (*target, error) {
 	tg.client = got.Client
 	// A copy: the targets of one cluster share its provider and add facts of their own.
 	known := maps.Clone(got.Facts)
-	if suite.PathsNeed(r.opts.Suite.Paths, suite.NeedsSecondary) {
-		if got.Secondary.Network == "" {
-			return tg, fmt.Errorf("target %s: path %s: %s", t.Name, suite.Secondary, got.Secondary.Why)
-		}
-		tg.secondary = got.Secondary.Network
+	if err := r.offerSecondary(tg, got.Secondary); err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	placement, runtimeClass, err := r.place(ctx, tg, t)
 	if err != nil {
+		return tg, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if err := r.checkSecondary(ctx, tg, known); err != nil {
 		return tg, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	sets, err := r.deploy(ctx, tg, t, profile, got.Image, placement, runtimeClass, known)
@@ -241,7 +241,8 @@ func (r *run) newTarget(t suite.Target) (*target, tuning.Profile, error) {
 // and the RuntimeClass the pods name.
 func (r *run) place(ctx context.Context, tg *target, t suite.Target) (kube.Placement, string, error) {
 	policy := t.NetworkPolicy != nil && t.NetworkPolicy.Any()
-	if err := tg.client.Preflight(ctx, kube.Access{Namespace: tg.namespace, OwnNamespace: tg.ownNamespace, Policies: policy}); err != nil {
+	access := kube.Access{Namespace: tg.namespace, OwnNamespace: tg.ownNamespace, Policies: policy, SecondaryNetwork: tg.secondary}
+	if err := tg.client.Preflight(ctx, access); err != nil {
 		return kube.Placement{}, "", err
 	}
 	po := r.opts.Placement
@@ -302,6 +303,9 @@ func (r *run) deploy(ctx context.Context, tg *target, t suite.Target, profile tu
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	if err := checkEnginesCarry(r.opts.Suite, tg.fixture.Family()); err != nil {
+		return nil, fmt.Errorf("target %s: %w", t.Name, err)
+	}
+	if err := checkSecondaryAddresses(tg, known); err != nil {
 		return nil, fmt.Errorf("target %s: %w", t.Name, err)
 	}
 	return sets, nil

@@ -63,8 +63,8 @@ type External struct {
 // SecondaryOffer is what a provider says of a target's secondary network: the network
 // attachment its pods can ask for beside the cluster network.
 type SecondaryOffer struct {
-	// Network is the NetworkAttachmentDefinition, namespace/name, as a pod's
-	// k8s.v1.cni.cncf.io/networks annotation names it; empty: none.
+	// Network is the NetworkAttachmentDefinition, namespace/name or a name in the run's
+	// namespace, as a pod's k8s.v1.cni.cncf.io/networks annotation names it; empty: none.
 	Network string
 	Why     string // why none, when none
 }
@@ -204,7 +204,8 @@ func (p *remoteProvider) Ensure(context.Context) (Provided, error) {
 	got := Provided{Client: client, Image: p.image, Facts: map[string]string{"cluster": "context " + cmp.Or(client.Context, "(none)") + " at " + client.Server}}
 	got.Gateway = GatewayOffer{Available: p.target.GatewayClassName != "", ClassName: p.target.GatewayClassName,
 		Why: "a remote cluster needs the target's gatewayClassName (its Gateway API implementation)"}
-	got.Secondary = SecondaryOffer{Why: "a remote cluster's network attachments are not measured yet: the path runs on local clusters with multus: true"}
+	got.Secondary = SecondaryOffer{Network: p.target.SecondaryNetwork,
+		Why: "a remote cluster needs the target's secondaryNetwork (--secondary-network): the NetworkAttachmentDefinition its pods ask for, NAMESPACE/NAME"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
 		got.External = &External{Control: e.Address, Direct: host, ViaGateway: e.GatewayAddress, TokenFile: e.TokenFile, CAFile: e.CAFile}

@@ -15,6 +15,7 @@ type Overrides struct {
 	ExternalGateway     string        // the address of it the remote cluster routes via its egress gateway
 	ExternalTokenFile   string        // the file holding the external agent's token
 	ExternalCAFile      string        // the CA of the external agent's TLS certificate
+	SecondaryNetwork    string        // the remote targets' NetworkAttachmentDefinition (NAMESPACE/NAME or NAME)
 	Datapath, ProxyMode string        // local target settings
 	Kubernetes          string        // local target's Kubernetes release
 	Datapaths           []string      // one local cluster per datapath, measured side by side
@@ -82,7 +83,8 @@ func Resolve(file string, o Overrides) (Suite, error) {
 }
 
 // targets applies the overrides of the targets: a remote cluster or one local cluster per
-// datapath replacing them, an external host, the local clusters' settings, and a target per
+// datapath replacing them, an external host and a secondary network of the remote ones, the
+// local clusters' settings, and a target per
 // CRI and per policy variant.
 func (o Overrides) targets(targets []Target) ([]Target, error) {
 	if o.Kubeconfig != "" || o.Context != "" {
@@ -96,6 +98,13 @@ func (o Overrides) targets(targets []Target) ([]Target, error) {
 		for i := range targets {
 			if targets[i].Local == nil {
 				targets[i].External = &External{Address: o.External, GatewayAddress: o.ExternalGateway, TokenFile: o.ExternalTokenFile, CAFile: o.ExternalCAFile}
+			}
+		}
+	}
+	if o.SecondaryNetwork != "" {
+		for i := range targets {
+			if targets[i].Local == nil {
+				targets[i].SecondaryNetwork = o.SecondaryNetwork
 			}
 		}
 	}

@@ -21,6 +21,9 @@ const (
 	// attachment (a local cluster with Multus: macvlan over the nodes' underlay) instead of the
 	// cluster network.
 	Secondary = "secondary"
+	// SecondarySameNode is pod to pod on one node over the same network attachment as
+	// Secondary (under macvlan's bridge mode, switched inside the node's uplink device).
+	SecondarySameNode = "secondary-same-node"
 	// InPod is the path of the workloads that run inside one pod (cpu, memory): not a path a
 	// suite lists, but the one their samples carry.
 	InPod = "in-pod"
@@ -135,6 +138,8 @@ func PathTable() []Path {
 		{Name: Gateway, Client: PodClient, ServerNode: NodeOther, Address: AddrGateway,
 			Needs: []Feature{NeedsGatewayAPI}, Listed: true},
 		{Name: Secondary, Client: PodClient, Server: PodServerB, ServerNode: NodeOther, Address: AddrSecondary,
+			Needs: []Feature{NeedsSecondary}, Listed: true},
+		{Name: SecondarySameNode, Client: PodClient, Server: PodServerA, ServerNode: NodeSame, Address: AddrSecondary,
 			Needs: []Feature{NeedsSecondary}, Listed: true},
 		{Name: InPod, Client: PodClient, ServerNode: NodeSame, Address: AddrNone},
 	}

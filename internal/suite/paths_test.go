@@ -8,10 +8,10 @@ import (
 // TestPathTable holds the table to the lists the suite, the checks and the reports knew
 // before it: every path once, in display order, the one-node paths and the egress ones.
 func TestPathTable(t *testing.T) {
-	if got, want := AllPaths(), []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway, Secondary}; !reflect.DeepEqual(got, want) {
+	if got, want := AllPaths(), []string{HostNetwork, SameNode, CrossNode, PodToService, Localhost, Egress, EgressGateway, Gateway, Secondary, SecondarySameNode}; !reflect.DeepEqual(got, want) {
 		t.Errorf("AllPaths() = %v, want %v", got, want)
 	}
-	if got, want := OneNodePaths(), []string{SameNode, Localhost}; !reflect.DeepEqual(got, want) {
+	if got, want := OneNodePaths(), []string{SameNode, Localhost, SecondarySameNode}; !reflect.DeepEqual(got, want) {
 		t.Errorf("OneNodePaths() = %v, want %v", got, want)
 	}
 	seen := map[string]bool{}

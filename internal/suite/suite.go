@@ -195,6 +195,11 @@ type Target struct {
 	// cluster then runs). Two targets may share one local cluster when they differ in it:
 	// both implementations measured side by side, interleaved, on the same nodes.
 	Gateway string `json:"gateway,omitempty"`
+	// SecondaryNetwork is the NetworkAttachmentDefinition of a remote cluster that the
+	// secondary paths take, NAMESPACE/NAME or NAME (in the run's namespace): every pod of the
+	// pod network asks for it beside the cluster network. A local cluster offers its own
+	// (local.multus).
+	SecondaryNetwork string `json:"secondaryNetwork,omitempty"`
 }
 
 // GatewayImpl is the target's Gateway API implementation on a local cluster: its own, else

@@ -68,7 +68,7 @@ func TestOneNodeTargetForOneNodePaths(t *testing.T) {
 	if err != nil || s.Targets[0].Local.Nodes != 1 || len(s.TwoNodePaths()) != 0 {
 		t.Fatalf("one node, one-node paths: %+v, %v", s, err)
 	}
-	if got := (Suite{Paths: AllPaths()}).TwoNodePaths(); len(got) != len(AllPaths())-2 || slices.Contains(got, SameNode) || slices.Contains(got, Localhost) {
+	if got := (Suite{Paths: AllPaths()}).TwoNodePaths(); len(got) != len(AllPaths())-3 || slices.Contains(got, SameNode) || slices.Contains(got, Localhost) || slices.Contains(got, SecondarySameNode) {
 		t.Errorf("two-node paths of every path: %v", got)
 	}
 }
@@ -274,6 +274,32 @@ repetitions: 2
 `))
 	if err == nil || !strings.Contains(err.Error(), "targets[0].external: a local cluster has its own external host") {
 		t.Errorf("external on a local target: %v", err)
+	}
+}
+
+// A remote target names the NetworkAttachmentDefinition of its secondary paths as a pod's
+// annotation would; a local one offers its own; --secondary-network sets it on remote targets.
+func TestSecondaryNetworkIsForRemoteTargets(t *testing.T) {
+	for _, c := range []struct{ target, want string }{
+		{`{name: r, kubeconfig: /k, secondaryNetwork: bench/macvlan-1}`, ""},
+		{`{name: r, kubeconfig: /k, secondaryNetwork: macvlan.v1}`, ""},
+		{`{name: r, kubeconfig: /k, secondaryNetwork: "Bench/mv"}`, `targets[0].secondaryNetwork: "Bench/mv": expected a NetworkAttachmentDefinition as NAMESPACE/NAME, or NAME`},
+		{`{name: r, kubeconfig: /k, secondaryNetwork: "a/b/c"}`, `targets[0].secondaryNetwork: "a/b/c": expected`},
+		{`{name: r, kubeconfig: /k, secondaryNetwork: "a.b/c"}`, `targets[0].secondaryNetwork: "a.b/c": expected`},
+		{`{name: l, local: {datapath: flannel-vxlan, multus: true}, secondaryNetwork: default/mv}`,
+			"targets[0].secondaryNetwork: a local cluster offers its own secondary network (local.multus: true)"},
+	} {
+		_, err := Parse([]byte("targets: [" + c.target + "]\npaths: [secondary, secondary-same-node]\nrepetitions: 2\n"))
+		if (c.want == "") != (err == nil) || (err != nil && !strings.Contains(err.Error(), c.want)) {
+			t.Errorf("%s: %v, want %q", c.target, err, c.want)
+		}
+	}
+	s, err := Resolve("", Overrides{Kubeconfig: "/k", SecondaryNetwork: "bench/mv"})
+	if err != nil || s.Targets[0].SecondaryNetwork != "bench/mv" {
+		t.Errorf("--secondary-network on a remote target: %v, %+v", err, s.Targets)
+	}
+	if s, err = Resolve("", Overrides{SecondaryNetwork: "bench/mv"}); err != nil || s.Targets[0].SecondaryNetwork != "" {
+		t.Errorf("--secondary-network on the local target: %v, %+v", err, s.Targets)
 	}
 }
 

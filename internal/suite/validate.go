@@ -92,6 +92,9 @@ func (s Suite) validateTargets() []error {
 			add(fmt.Sprintf("targets[%d].image", i), "a local cluster runs the tools image it built; expected none (the run's tools image replaces it for every target)")
 		}
 		errs = append(errs, validateExternal(i, t)...)
+		if err := validateSecondaryNetwork(i, t); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	return errs
 }
@@ -331,6 +334,34 @@ func validateExternal(i int, t Target) []error {
 		errs = append(errs, invalid(fmt.Sprintf("targets[%d].external.gatewayAddress", i), "expected a host name or IP without a port, got %q", e.GatewayAddress))
 	}
 	return errs
+}
+
+// validateSecondaryNetwork checks a target's NetworkAttachmentDefinition: a remote cluster's,
+// named as a pod's k8s.v1.cni.cncf.io/networks annotation names one.
+func validateSecondaryNetwork(i int, t Target) error {
+	v := t.SecondaryNetwork
+	if v == "" {
+		return nil
+	}
+	field := fmt.Sprintf("targets[%d].secondaryNetwork", i)
+	if t.Local != nil {
+		return invalid(field, "a local cluster offers its own secondary network (local.multus: true); expected none")
+	}
+	ns, name, qualified := strings.Cut(v, "/")
+	if !qualified {
+		ns, name = "", v
+	}
+	if (qualified && !isNamespaceName(ns)) || !lab.IsObjectName(name) {
+		return &setting.Error{Name: field, Value: strconv.Quote(v),
+			Want: "expected a NetworkAttachmentDefinition as NAMESPACE/NAME, or NAME in the run's namespace (lowercase letters, digits, '-' and, in NAME, '.')"}
+	}
+	return nil
+}
+
+// isNamespaceName reports whether s can name a namespace: a DNS-1123 label of at most 63
+// characters.
+func isNamespaceName(s string) bool {
+	return len(s) <= 63 && !strings.Contains(s, ".") && lab.IsObjectName(s)
 }
 
 // validateGateway checks that the gateway path and the gateway-split workload come together.

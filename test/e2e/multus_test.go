@@ -59,7 +59,9 @@ warmup: off
 // delegate; a flannel cluster under Multus whose pods get flannel's eth0 and a macvlan net1 in
 // their node's own range, the secondary traffic proved by counters to cross net1 and the
 // underlay, not flannel's vxlan device; a run over the cluster network and the secondary path;
-// a run comparing flannel with and without Multus; and the host as it was after both deletes.
+// a run comparing flannel with and without Multus; the secondary paths over a network of the
+// user's with the cluster reached as a remote one, and each refusal of its preflight (the
+// cluster without Multus is the comparison's); and the host as it was after both deletes.
 func TestMultus(t *testing.T) {
 	before := snapshot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -92,6 +94,7 @@ func TestMultus(t *testing.T) {
 	}
 	doc = runSuiteOn(ctx, t, multusOverheadSuite, filepath.Join(dir, "overhead.yaml"), filepath.Join(dir, "overhead.db"))
 	logRows(t, doc.Rows)
+	t.Run("a user's NetworkAttachmentDefinition on the cluster reached as a remote one", func(t *testing.T) { testRemoteSecondary(ctx, t) })
 
 	deleteCluster(ctx, t, multusCluster)
 	deleteCluster(ctx, t, plainCluster)
