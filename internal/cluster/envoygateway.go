@@ -53,7 +53,7 @@ func installEnvoyGateway(envoy bool) func(context.Context, *actionContext) error
 			return fmt.Errorf("install Envoy Gateway: %w", err)
 		}
 		if err := k.Run(ctx, nil, "-n", ns, "wait", "--for=condition=Complete", "--timeout=120s", "job/"+envoyGatewayCertgen); err != nil {
-			return fmt.Errorf("Envoy Gateway's certgen: %w", err)
+			return fmt.Errorf("wait for Envoy Gateway's certgen: %w", err)
 		}
 		if err := k.Run(ctx, bytes.NewReader(controller), "apply", "-f", "-"); err != nil {
 			return fmt.Errorf("install Envoy Gateway's controller: %w", err)

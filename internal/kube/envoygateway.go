@@ -89,7 +89,7 @@ func (c *Client) waitEnvoyProxy(ctx context.Context, s GatewaySpec) (string, err
 		return false, nil
 	})
 	if err != nil {
-		return "", fmt.Errorf("Envoy Gateway's proxy for the Gateway (%s in %s) not ready after 3m (%s): %w", sel, lab.EnvoyGatewayNamespace, last, err)
+		return "", fmt.Errorf("the proxy Envoy Gateway runs for the Gateway (%s in %s) not ready after 3m (%s): %w", sel, lab.EnvoyGatewayNamespace, last, err)
 	}
 	return name, nil
 }

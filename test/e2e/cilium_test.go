@@ -263,11 +263,6 @@ func parseIP(t *testing.T, s string) net.IP {
 	return ip
 }
 
-func firstLine(s string) string {
-	line, _, _ := strings.Cut(s, "\n")
-	return line
-}
-
 // otherClusters describes the clusters other than mine that exist now: their names and the
 // address blocks they use, so that host changes they cause can be told apart from leaks.
 type otherClusters map[string][]string // name -> block prefixes such as "10.201." and "fdcb:0:201:"
