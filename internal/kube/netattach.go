@@ -81,7 +81,7 @@ func (c *Client) CheckNetworkAttachment(ctx context.Context, network, podNamespa
 	ns, name, _ := strings.Cut(network, "/")
 	if ns != podNamespace && ns != GlobalNetworkNamespace {
 		return Attachment{}, refuse("the run's pods are in namespace %s, and Multus gives a pod another namespace's NetworkAttachmentDefinition only "+
-			"while its namespaceIsolation is off, which the API does not show, or from its globalNamespaces (by default %s alone): expected one in %s or in %s",
+			"while its namespaceIsolation is off (its default; the API does not show it) or from its globalNamespaces (by default namespace %s alone): expected one in %s or in %s",
 			podNamespace, GlobalNetworkNamespace, podNamespace, GlobalNetworkNamespace)
 	}
 	served, err := c.servesAttachments(ctx)

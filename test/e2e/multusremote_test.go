@@ -78,7 +78,7 @@ func testRemoteSecondary(ctx context.Context, t *testing.T) {
 		"--namespace", remoteNADNamespace, "--no-node-probe")
 	got := logRows(t, doc.Rows)
 	for _, path := range []string{"secondary", "secondary-same-node"} {
-		if r, ok := got[path+" tcp-rr/64B latency_p50_us"]; !ok || r.N != 2 || r.Mean <= 0 {
+		if r, ok := got[path+" tcp-rr/64B+cnibench latency_p50_us"]; !ok || r.N != 2 || r.Mean <= 0 {
 			t.Errorf("%s: %+v (present %v), want 2 positive samples", path, r, ok)
 		}
 	}
@@ -86,6 +86,7 @@ func testRemoteSecondary(ctx context.Context, t *testing.T) {
 		t.Fatalf("%d targets, want 1", len(doc.Targets))
 	}
 	fp := doc.Targets[0].Fingerprint
+	t.Logf("secondary_network %q, secondary_addresses %q", fp["secondary_network"], fp["secondary_addresses"])
 	if want := remoteNADNamespace + "/" + remoteNAD + ": macvlan, ipam host-local"; fp["secondary_network"] != want {
 		t.Errorf("fingerprint secondary_network %q, want %q", fp["secondary_network"], want)
 	}
