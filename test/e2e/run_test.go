@@ -370,7 +370,7 @@ workloads:
   - {kind: tcp-rr, size: 64}
   - {kind: tcp-rr, size: 64, tool: cnibench}
   - {kind: tcp-rr, size: 64, tool: netperf}
-repetitions: 2
+repetitions: 3
 duration: 2s
 warmup: 1s
 `
