@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -107,10 +106,11 @@ func (r *run) recover(ctx context.Context, tg *target, err error) recovery {
 	case aerr != nil:
 		return recovery{lost: Loss{Down: []string{aerr.Error()}, ControlPlane: true}}
 	case waited > 0:
-		causes = append(causes, fmt.Sprintf("the API server at %s stopped answering and answered again %.0fs later (the attempt: %v)",
-			tg.client.Server, time.Since(failed).Seconds(), rootCause(err)))
+		// The attempt's own error follows the cause in the sample's: not repeated here.
+		causes = append(causes, fmt.Sprintf("the API server at %s stopped answering; it answered again %.0fs after the attempt failed",
+			tg.client.Server, time.Since(failed).Seconds()))
 	case kube.Unreachable(err):
-		causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke (%v)", tg.client.Server, rootCause(err)))
+		causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke", tg.client.Server))
 	}
 	c, mended := r.replaceGone(ctx, tg)
 	if c != "" {
@@ -147,16 +147,4 @@ func (r *run) replaceGone(ctx context.Context, tg *target) (what string, mended 
 		return fmt.Sprintf("%s, and making it again failed: %v", what, err), false
 	}
 	return fmt.Sprintf("%s, made again in %.1fs", what, took.Seconds()), true
-}
-
-// rootCause is the innermost error err wraps: what the connection or the tool said, without
-// the layers that name the exec.
-func rootCause(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
 }
