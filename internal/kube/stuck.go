@@ -145,7 +145,9 @@ func heldObjects(ctx context.Context, disc discovery.DiscoveryInterface, dyn dyn
 		}
 	}
 	// Discovery's groups come in no fixed order.
-	slices.SortFunc(out, func(a, b HeldObject) int { return cmp.Or(strings.Compare(a.Resource, b.Resource), strings.Compare(a.Name, b.Name)) })
+	slices.SortFunc(out, func(a, b HeldObject) int {
+		return cmp.Or(strings.Compare(a.Resource, b.Resource), strings.Compare(a.Name, b.Name))
+	})
 	return out, unlisted
 }
 

@@ -212,7 +212,7 @@ func checkMisbehaved(ctx context.Context, t *testing.T, results, out, ns string)
 		t.Errorf("%d samples stored, want %d", measured, misbehaveSamples)
 	}
 	podLost := regexp.MustCompile(`1 sample of tcp-rr/64B\S* cross-node on \S+ lost: pod cnibench-server-b-0 \(server-b\) deleted mid-sample, made again in [0-9.]+s; retried`)
-	apiLost := regexp.MustCompile(`1 sample of tcp-rr/64B\S* cross-node on \S+ lost: the (API server at \S+ stopped answering; it answered again \d+s after the attempt failed|connection to the API server at \S+ broke); retried`)
+	apiLost := regexp.MustCompile(`1 sample of tcp-rr/64B\S* cross-node on \S+ lost: the (API server at \S+ stopped answering; it answered again \d+s after the attempt failed|connection to the API server at \S+ broke( \([^;]*\))?); retried`)
 	stuck := fmt.Sprintf("namespace %s stuck Terminating: finalizer %s on configmaps %s; remove it with kubectl --namespace %s patch configmaps %s --type=merge -p '{\"metadata\":{\"finalizers\":null}}'",
 		ns, holdFinalizer, holdName, ns, holdName)
 	for what, text := range map[string]string{"output": out, "note": run.Note} {
