@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"io"
 	"strings"
+	"sync"
 	"time"
 
 	nadclient "github.com/k8snetworkplumbingwg/network-attachment-definition-client/pkg/client/clientset/versioned"
@@ -33,6 +34,32 @@ type Client struct {
 	// Context is the kubeconfig context the client uses (the current one unless one was
 	// named); empty for a kubeconfig without contexts.
 	Context string
+
+	// lost is when, and how, an exec last lost its connection to the API server.
+	lostMu   sync.Mutex
+	lostAt   time.Time
+	lostWhat string
+}
+
+// NoteLostConnection records that an exec's connection to the API server broke: ExecIO does
+// for an error that says so (Unreachable), and a caller whose command always prints should
+// when it got nothing back, which is how client-go reports a stream cut short: as success.
+func (c *Client) NoteLostConnection(what string) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	c.lostAt, c.lostWhat = time.Now(), what
+}
+
+// LostConnectionSince says how an exec last lost its connection to the API server, if it did
+// after t; "" otherwise. An attempt that timed out after the server came back may have lost
+// its way to it first.
+func (c *Client) LostConnectionSince(t time.Time) string {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	if c.lostAt.Before(t) {
+		return ""
+	}
+	return c.lostWhat
 }
 
 // CurrentContext is the current context of the kubeconfig kubectl would read (KUBECONFIG, else
@@ -135,6 +162,9 @@ func (c *Client) ExecIO(ctx context.Context, namespace, pod, container string, a
 		return fmt.Errorf("exec in %s/%s: %w", pod, container, err)
 	}
 	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdin: stdin, Stdout: stdout, Stderr: stderr})
+	if Unreachable(err) {
+		c.NoteLostConnection(fmt.Sprintf("an exec in %s/%s: %v", pod, container, err))
+	}
 	if err != nil {
 		if ctxErr := ctx.Err(); ctxErr != nil && !errors.Is(err, ctxErr) {
 			err = fmt.Errorf("%w (%v)", ctxErr, err)

@@ -129,3 +129,20 @@ func TestAwaitAPI(t *testing.T) {
 		t.Errorf("never: %v, want the server named and the wait", err)
 	}
 }
+
+// TestLostConnectionSince keeps the last lost connection and answers only for an attempt that
+// began before it.
+func TestLostConnectionSince(t *testing.T) {
+	c := &Client{}
+	before := time.Now()
+	if got := c.LostConnectionSince(before); got != "" {
+		t.Errorf("nothing lost yet: %q", got)
+	}
+	c.NoteLostConnection("an exec in p/c ended without output or exit status")
+	if got := c.LostConnectionSince(before); got != "an exec in p/c ended without output or exit status" {
+		t.Errorf("lost during the attempt: %q", got)
+	}
+	if got := c.LostConnectionSince(time.Now().Add(time.Second)); got != "" {
+		t.Errorf("lost before the attempt: %q", got)
+	}
+}

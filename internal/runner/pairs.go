@@ -167,6 +167,7 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 		}
 		if len(bytes.TrimSpace(p.stdout.Bytes())) == 0 {
 			// The client always prints a report; the exec's connection dropped.
+			tg.client.NoteLostConnection(fmt.Sprintf("an exec in %s/%s ended without output or exit status", ends[i].clientPod, kube.ClientContainer))
 			return nil, fmt.Errorf("pair %d (%s): the client's exec ended without output or exit status (its connection dropped)", i, ends[i].clientPod)
 		}
 		if err := json.Unmarshal(p.stdout.Bytes(), &reports[i]); err != nil {

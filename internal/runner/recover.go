@@ -2,7 +2,6 @@ package runner
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"strings"
 	"time"
@@ -40,7 +39,7 @@ func (r *run) measureWithRetry(ctx context.Context, tg *target, st Step) record.
 		if s, err = r.measure(ctx, tg, st); err == nil || ctx.Err() != nil {
 			return true, nil
 		}
-		rec := r.recover(ctx, tg, err)
+		rec := r.recover(ctx, tg, s.Started, err)
 		if rec.lost.any() {
 			// Nothing is restarted under a run: a failure a lost component explains is final.
 			tg.lost = rec.lost
@@ -90,11 +89,11 @@ type recovery struct {
 	final bool
 }
 
-// recover looks outside the tool for what failed an attempt: it asks the provider what of the
-// cluster is down for good, waits for an API server that stopped answering (up to
-// apiOutageWait; then the control plane counts as lost), and makes the run's pods that were
-// deleted, evicted or failed again.
-func (r *run) recover(ctx context.Context, tg *target, err error) recovery {
+// recover looks outside the tool for what failed an attempt begun at began: it asks the
+// provider what of the cluster is down for good, waits for an API server that stopped
+// answering (up to apiOutageWait; then the control plane counts as lost), names a connection
+// to it that broke, and makes the run's pods that were deleted, evicted or failed again.
+func (r *run) recover(ctx context.Context, tg *target, began time.Time, err error) recovery {
 	failed := time.Now()
 	if l := tg.provider.Lost(ctx, tg.client, tg.nodes); l.any() {
 		return recovery{lost: l}
@@ -107,10 +106,17 @@ func (r *run) recover(ctx context.Context, tg *target, err error) recovery {
 	case aerr != nil:
 		return recovery{lost: Loss{Down: []string{aerr.Error()}, ControlPlane: true}}
 	case waited > 0:
-		causes = append(causes, fmt.Sprintf("the API server at %s stopped answering and answered again %.0fs later (the attempt: %v)",
-			tg.client.Server, time.Since(failed).Seconds(), rootCause(err)))
+		// The attempt's own error follows the cause in the sample's: not repeated here.
+		causes = append(causes, fmt.Sprintf("the API server at %s stopped answering; it answered again %.0fs after the attempt failed",
+			tg.client.Server, time.Since(failed).Seconds()))
 	case kube.Unreachable(err):
-		causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke (%v)", tg.client.Server, rootCause(err)))
+		causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke", tg.client.Server))
+	default:
+		// The attempt's own error may only say that it timed out, after an exec of it lost
+		// its connection and the server came back.
+		if how := tg.client.LostConnectionSince(began); how != "" {
+			causes = append(causes, fmt.Sprintf("the connection to the API server at %s broke (%s)", tg.client.Server, how))
+		}
 	}
 	c, mended := r.replaceGone(ctx, tg)
 	if c != "" {
@@ -147,16 +153,4 @@ func (r *run) replaceGone(ctx context.Context, tg *target) (what string, mended 
 		return fmt.Sprintf("%s, and making it again failed: %v", what, err), false
 	}
 	return fmt.Sprintf("%s, made again in %.1fs", what, took.Seconds()), true
-}
-
-// rootCause is the innermost error err wraps: what the connection or the tool said, without
-// the layers that name the exec.
-func rootCause(err error) error {
-	for {
-		next := errors.Unwrap(err)
-		if next == nil {
-			return err
-		}
-		err = next
-	}
 }

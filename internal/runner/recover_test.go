@@ -11,7 +11,7 @@ import (
 func TestLostLineSaysWhatBecameOfTheSample(t *testing.T) {
 	s := record.Sample{Target: "remote", Path: "cross-node", Workload: "tcp-rr/64B", Pairs: 1}
 	pod := "pod cnibench-server-b-0 (server-b) deleted mid-sample, made again in 2.9s"
-	api := "the API server at https://10.200.0.1:6443 stopped answering and answered again 24s later (the attempt: EOF)"
+	api := "the API server at https://10.200.0.1:6443 stopped answering; it answered again 13s after the attempt failed"
 	for _, c := range []struct {
 		err      string
 		attempts int

@@ -255,6 +255,7 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 			return err
 		}
 		if len(bytes.TrimSpace(raw)) == 0 {
+			c.NoteLostConnection(fmt.Sprintf("an exec in %s/%s ended without output or exit status", pc.pod, pc.container))
 			err = fmt.Errorf("read counters of %s/%s: the exec ended without output or exit status (%d attempts)", pc.pod, pc.container, statAttempts)
 			continue
 		}

@@ -152,6 +152,9 @@ func TestRunOnLocalCluster(t *testing.T) {
 	t.Run("netperf agrees with iperf3, sockperf and the in-house RR on the same paths", func(t *testing.T) {
 		validateNetperf(ctx, t, dir)
 	})
+	t.Run("a cluster reached by kubeconfig loses a pod and its API server, and keeps the run's namespace", func(t *testing.T) {
+		clusterMisbehaves(ctx, t, dir, runCluster)
+	})
 	// Last: it kills the cluster's components.
 	t.Run("a run survives its kubelet, containerd and API server dying", func(t *testing.T) {
 		loseComponents(ctx, t, dir)
