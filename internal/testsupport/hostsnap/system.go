@@ -33,7 +33,7 @@ func daemonNames() map[string]bool {
 		"flanneld", "cilium-agent", "cilium-operator", "pause", "cnb-pause",
 		"runsc", "runsc-gofer", "runsc-sandbox", "containerd-shim-runsc-v1", "stress-ng",
 		"calico-node", "crio", "conmon", "pinns", "youki", "sysbench", "stream", "k6",
-		"traefik", "registry", "netserver", "netperf",
+		"traefik", "registry", "netserver", "netperf", "envoy", "envoy-gateway",
 		"perf", // a profiled sample's recording
 	} {
 		names[n] = true
