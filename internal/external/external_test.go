@@ -17,7 +17,7 @@ import (
 )
 
 // freeAddr returns a loopback address nothing listens on.
-func freeAddr(t *testing.T) string {
+func freeAddr(t testing.TB) string {
 	t.Helper()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -36,7 +36,7 @@ func serve(t *testing.T) Agent {
 }
 
 // serveWith starts a real agent with o (its listen address and token filled in).
-func serveWith(t *testing.T, o ServeOptions) Agent {
+func serveWith(t testing.TB, o ServeOptions) Agent {
 	t.Helper()
 	o.Listen, o.Token = freeAddr(t), testToken
 	ctx, cancel := context.WithCancel(context.Background())
@@ -265,7 +265,12 @@ func TestTokenFileIsMadeOnceAndKept(t *testing.T) {
 
 // tlsAgent starts an agent serving a certificate for 127.0.0.1 signed by a new CA, and returns
 // a client of it trusting that CA, and the PEM of another CA.
-func tlsAgent(t *testing.T) (a Agent, otherCA []byte) {
+func tlsAgent(t testing.TB) (a Agent, otherCA []byte) {
+	return tlsAgentWith(t, ServeOptions{})
+}
+
+// tlsAgentWith is tlsAgent with o's other options (its log).
+func tlsAgentWith(t testing.TB, o ServeOptions) (a Agent, otherCA []byte) {
 	t.Helper()
 	dir := t.TempDir()
 	ca, err := pki.NewCA("cnb-test-agent-ca")
@@ -283,7 +288,8 @@ func tlsAgent(t *testing.T) (a Agent, otherCA []byte) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a = serveWith(t, ServeOptions{TLSCert: filepath.Join(dir, "agent.crt"), TLSKey: filepath.Join(dir, "agent.key")})
+	o.TLSCert, o.TLSKey = filepath.Join(dir, "agent.crt"), filepath.Join(dir, "agent.key")
+	a = serveWith(t, o)
 	a.CA = ca.CertPEM
 	return a, other.CertPEM
 }
