@@ -90,10 +90,17 @@ fi
 "$GOBIN/staticcheck" ./...
 "$GOBIN/staticcheck" -tags e2e ./test/...
 
-# Packages run one at a time (-p 1): the root tests snapshot the whole host and would see
-# each other's namespaces and cgroups if they overlapped.
+# The packages with tests that need root (they check os.Geteuid) run one at a time (-p 1),
+# after the others: they snapshot the whole host and would see each other's namespaces,
+# cgroups and processes if they overlapped. The others build and run two at a time: a clean
+# checkout compiles every package of the project again, which -p 1 would also serialise.
 phase "unit and root tests"
-gotest -p 1 -count=1 ./...
+mapfile -t root_dirs < <(grep -rlE --include='*_test.go' 'os\.Geteuid\(\)' cmd internal test |
+	xargs -n1 dirname | sort -u | grep -vx 'test/e2e' | sed 's|^|./|')
+mapfile -t root_pkgs < <(go list "${root_dirs[@]}")
+mapfile -t other_pkgs < <(go list ./... | grep -vxF -f <(printf '%s\n' "${root_pkgs[@]}"))
+gotest -p 2 -count=1 "${other_pkgs[@]}"
+gotest -p 1 -count=1 "${root_pkgs[@]}"
 if ((QUICK)); then
 	exit 0
 fi

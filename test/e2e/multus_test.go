@@ -19,34 +19,23 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 )
 
-// The clusters of TestMultus: flannel under Multus, and flannel alone for the comparison.
+// The clusters of TestMultus: flannel and Cilium under Multus, and flannel alone (a cluster
+// without Multus for the remote preflight's refusals).
 const (
-	multusCluster = "cnbmu-fl"
-	plainCluster  = "cnbmu-fp"
+	multusCluster       = "cnbmu-fl"
+	multusCiliumCluster = "cnbmu-ci"
+	plainCluster        = "cnbmu-fp"
 )
 
-// multusSuite measures the cluster network and the secondary network of flannel under Multus.
+// multusSuite measures flannel and Cilium as the primary network under Multus, as the first
+// reference study ran them, and the secondary network of each, interleaved in one run.
 const multusSuite = `
 targets:
   - name: flannel-multus
     local: {cluster: cnbmu-fl, datapath: flannel-vxlan, multus: true}
+  - name: cilium-multus
+    local: {cluster: cnbmu-ci, datapath: cilium-vxlan, multus: true}
 paths: [same-node, cross-node, secondary]
-workloads:
-  - {kind: tcp-stream, streams: 1}
-  - {kind: tcp-rr, size: 64}
-repetitions: 3
-duration: 2s
-warmup: off
-`
-
-// multusOverheadSuite compares flannel with and without Multus in front of it, interleaved.
-const multusOverheadSuite = `
-targets:
-  - name: flannel
-    local: {cluster: cnbmu-fp, datapath: flannel-vxlan}
-  - name: flannel-multus
-    local: {cluster: cnbmu-fl, datapath: flannel-vxlan, multus: true}
-paths: [same-node, cross-node]
 workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
@@ -58,10 +47,10 @@ warmup: off
 // TestMultus is the acceptance test of Multus on a local cluster: Multus refused where it cannot
 // delegate; a flannel cluster under Multus whose pods get flannel's eth0 and a macvlan net1 in
 // their node's own range, the secondary traffic proved by counters to cross net1 and the
-// underlay, not flannel's vxlan device; a run over the cluster network and the secondary path;
-// a run comparing flannel with and without Multus; the secondary paths over a network of the
-// user's with the cluster reached as a remote one, and each refusal of its preflight (the
-// cluster without Multus is the comparison's); and the host as it was after both deletes.
+// underlay, not flannel's vxlan device; one run over the cluster network and the secondary path
+// of flannel and of Cilium under Multus; the secondary paths over a network of the user's with
+// the cluster reached as a remote one, and each refusal of its preflight (the cluster without
+// Multus is flannel's alone); and the host as it was after the deletes.
 func TestMultus(t *testing.T) {
 	before := snapshot(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -70,39 +59,44 @@ func TestMultus(t *testing.T) {
 	if want := "--multus true: Multus delegates here to cilium-vxlan, flannel-host-gw, flannel-vxlan only, not to datapath bridge"; err == nil || !strings.Contains(out, want) {
 		t.Errorf("multus on bridge: %v, want %q in:\n%s", err, want, out)
 	}
-	defer forceDelete(multusCluster)
-	defer forceDelete(plainCluster)
+	for _, name := range []string{multusCluster, multusCiliumCluster, plainCluster} {
+		defer forceDelete(name)
+	}
 	createClusters(ctx, t, []string{"--name", multusCluster, "--datapath", "flannel-vxlan", "--multus"},
+		[]string{"--name", multusCiliumCluster, "--datapath", "cilium-vxlan", "--multus", "--wait", "6m"},
 		[]string{"--name", plainCluster, "--datapath", "flannel-vxlan"})
 	t.Run("pods get a macvlan net1 whose traffic crosses the underlay", func(t *testing.T) { checkSecondary(ctx, t) })
 
 	dir := t.TempDir()
 	doc := runSuiteOn(ctx, t, multusSuite, filepath.Join(dir, "multus.yaml"), filepath.Join(dir, "multus.db"))
-	if len(doc.Targets) != 1 {
-		t.Fatalf("%d targets, want 1", len(doc.Targets))
+	if len(doc.Targets) != 2 {
+		t.Fatalf("%d targets, want 2", len(doc.Targets))
 	}
-	if fp := doc.Targets[0].Fingerprint["multus"]; !strings.Contains(fp, binaries.MultusVersion) {
-		t.Errorf("fingerprint multus %q, want Multus %s", fp, binaries.MultusVersion)
+	for _, tg := range doc.Targets {
+		if fp := tg.Fingerprint["multus"]; !strings.Contains(fp, binaries.MultusVersion) {
+			t.Errorf("%s: fingerprint multus %q, want Multus %s", tg.Name, fp, binaries.MultusVersion)
+		}
 	}
 	got := logRows(t, doc.Rows)
-	for _, path := range []string{"same-node", "cross-node", "secondary"} {
-		for _, m := range []string{"tcp-stream/1 throughput_gbps", "tcp-rr/64B latency_p50_us"} {
-			if r, ok := got[path+" "+m]; !ok || r.N != 3 || r.Mean <= 0 {
-				t.Errorf("%s %s: %+v (present %v), want 3 positive samples", path, m, r, ok)
+	for _, target := range []string{"flannel-multus", "cilium-multus"} {
+		for _, path := range []string{"same-node", "cross-node", "secondary"} {
+			for _, m := range []string{"tcp-stream/1 throughput_gbps", "tcp-rr/64B latency_p50_us"} {
+				if r, ok := got[target+" "+path+" "+m]; !ok || r.N != 3 || r.Mean <= 0 {
+					t.Errorf("%s %s %s: %+v (present %v), want 3 positive samples", target, path, m, r, ok)
+				}
 			}
 		}
 	}
-	doc = runSuiteOn(ctx, t, multusOverheadSuite, filepath.Join(dir, "overhead.yaml"), filepath.Join(dir, "overhead.db"))
-	logRows(t, doc.Rows)
 	t.Run("a user's NetworkAttachmentDefinition on the cluster reached as a remote one", func(t *testing.T) { testRemoteSecondary(ctx, t) })
 
-	deleteCluster(ctx, t, multusCluster)
-	deleteCluster(ctx, t, plainCluster)
+	for _, name := range []string{multusCluster, multusCiliumCluster, plainCluster} {
+		deleteCluster(ctx, t, name)
+	}
 	assertClean(t, before)
 }
 
 // logRows logs the figures of the paths and the setup, with their 95 % intervals, and returns
-// them by "path workload metric".
+// them by "target path workload metric".
 func logRows(t *testing.T, rows []jsonRow) map[string]jsonRow {
 	t.Helper()
 	got := map[string]jsonRow{}
@@ -111,7 +105,7 @@ func logRows(t *testing.T, rows []jsonRow) map[string]jsonRow {
 		case "throughput_gbps", "latency_p50_us", "transactions_per_s", "pod_ready_p50_ms", "pod_running_p50_ms":
 			t.Logf("%-15s %-11s %-13s %-20s n=%d mean %.3f [%.3f, %.3f]", r.Target, r.Path, r.Workload, r.Metric, r.N, r.Mean, r.Low, r.High)
 		}
-		got[r.Path+" "+r.Workload+" "+r.Metric] = r
+		got[r.Target+" "+r.Path+" "+r.Workload+" "+r.Metric] = r
 	}
 	return got
 }
