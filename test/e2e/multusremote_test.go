@@ -78,7 +78,7 @@ func testRemoteSecondary(ctx context.Context, t *testing.T) {
 		"--namespace", remoteNADNamespace, "--no-node-probe")
 	got := logRows(t, doc.Rows)
 	for _, path := range []string{"secondary", "secondary-same-node"} {
-		if r, ok := got[path+" tcp-rr/64B+cnibench latency_p50_us"]; !ok || r.N != 2 || r.Mean <= 0 {
+		if r, ok := got["multus-remote "+path+" tcp-rr/64B+cnibench latency_p50_us"]; !ok || r.N != 2 || r.Mean <= 0 {
 			t.Errorf("%s: %+v (present %v), want 2 positive samples", path, r, ok)
 		}
 	}
