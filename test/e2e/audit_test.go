@@ -161,18 +161,24 @@ func grantNamespace(ctx context.Context, t *testing.T, w *workload, dir, ns, use
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { _ = w.cs.CoreV1().Namespaces().Delete(context.Background(), ns, metav1.DeleteOptions{}) })
-	objects, err := cli(ctx, "rbac", "--namespace", ns, "--user", user)
+	applyRBAC(ctx, t, w, filepath.Join(dir, w.cluster+"-rbac.yaml"), "--namespace", ns, "--user", user)
+}
+
+// applyRBAC applies to w's cluster what `cnibench rbac ARGS` prints, kept in file, and deletes
+// it when the test ends.
+func applyRBAC(ctx context.Context, t *testing.T, w *workload, file string, args ...string) {
+	t.Helper()
+	objects, err := cli(ctx, append([]string{"rbac"}, args...)...)
 	if err != nil {
 		t.Fatalf("rbac: %v\n%s", err, objects)
 	}
-	rbacFile := filepath.Join(dir, w.cluster+"-rbac.yaml")
-	if err := os.WriteFile(rbacFile, []byte(objects), 0o644); err != nil {
+	if err := os.WriteFile(file, []byte(objects), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", rbacFile); err != nil {
+	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", file); err != nil {
 		t.Fatalf("apply the rbac objects: %v\n%s", err, out)
 	}
 	t.Cleanup(func() {
-		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", rbacFile)
+		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", file)
 	})
 }

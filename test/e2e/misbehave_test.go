@@ -102,20 +102,7 @@ func clusterMisbehaves(ctx context.Context, t *testing.T, dir, clusterName strin
 // run can name what holds its namespace); both are removed after the test.
 func grantOwnNamespaces(ctx context.Context, t *testing.T, w *workload, dir, user string) {
 	t.Helper()
-	objects, err := cli(ctx, "rbac", "--user", user)
-	if err != nil {
-		t.Fatalf("rbac: %v\n%s", err, objects)
-	}
-	rbacFile := filepath.Join(dir, user+"-rbac.yaml")
-	if err := os.WriteFile(rbacFile, []byte(objects), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	if out, err := runCmd(ctx, w.kubectl, "--kubeconfig", w.kubeconfig, "apply", "-f", rbacFile); err != nil {
-		t.Fatalf("apply the rbac objects: %v\n%s", err, out)
-	}
-	t.Cleanup(func() {
-		_, _ = runCmd(context.Background(), w.kubectl, "--kubeconfig", w.kubeconfig, "delete", "--ignore-not-found", "-f", rbacFile)
-	})
+	applyRBAC(ctx, t, w, filepath.Join(dir, user+"-rbac.yaml"), "--user", user)
 	view := &rbacv1.ClusterRoleBinding{ObjectMeta: metav1.ObjectMeta{Name: user + "-view"},
 		Subjects: []rbacv1.Subject{{Kind: rbacv1.UserKind, APIGroup: rbacv1.GroupName, Name: user}},
 		RoleRef:  rbacv1.RoleRef{APIGroup: rbacv1.GroupName, Kind: "ClusterRole", Name: "view"}}
