@@ -109,6 +109,27 @@ func TestPairedDetectsWhatBlocksHide(t *testing.T) {
 	}
 }
 
+// TestPairedVerdictWhereTheRatioIsUnbounded: A's values are not clear of 0 (a split error of a
+// few hundredths of a point), so Fieller's set for the ratio is unbounded and its hull holds 1,
+// yet every round's B is above its A by far more than the rounds' spread: the paired t rejects,
+// which is the same as 1 lying outside Fieller's set, and the verdict must say so.
+func TestPairedVerdictWhereTheRatioIsUnbounded(t *testing.T) {
+	aVals := []float64{0.001, 0.06, 0.002, 0.003, 0.024}
+	shift := []float64{0.10, 0.15, 0.12, 0.14, 0.11}
+	var a, b []Obs
+	for i := range aVals {
+		name := "run/" + strconv.Itoa(i+1)
+		a, b = append(a, Obs{name, aVals[i]}), append(b, Obs{name, aVals[i] + shift[i]})
+	}
+	c := mustBlocked(t, a, b, PairAuto)
+	if !c.Paired || !math.IsInf(c.RatioHigh, 1) {
+		t.Fatalf("%+v: want a paired comparison whose ratio interval is unbounded", c)
+	}
+	if c.PValue >= 0.01 || c.Verdict != VerdictBetter {
+		t.Errorf("p %v, verdict %q: want p < 0.01 and %q (higher is better here)", c.PValue, c.Verdict, VerdictBetter)
+	}
+}
+
 // TestPairingNeedsCompleteBlocks: a comparison pairs on the blocks that hold exactly one value
 // of each side, leaving the others out and counting them, and falls back to the unpaired
 // analysis only where fewer than MinPairedBlocks are complete.
