@@ -20,6 +20,9 @@ import (
 type action struct {
 	Name    string
 	Execute func(ctx context.Context, ac *actionContext) error
+	// Wanted says whether the cluster asks for the step (nil: every cluster does); a step
+	// nobody asked for is neither run nor announced.
+	Wanted func(Spec) bool
 }
 
 // actionContext is what the steps of a create share: the cluster as far as it is built, where
@@ -50,6 +53,9 @@ func runActions(ctx context.Context, ac *actionContext, actions []action) error 
 	for _, a := range actions {
 		if err := ctx.Err(); err != nil {
 			return fmt.Errorf("create %s: %w", ac.spec.Name, err)
+		}
+		if a.Wanted != nil && !a.Wanted(ac.spec) {
+			continue
 		}
 		ac.log.Printf("%s", a.Name)
 		if err := a.Execute(ctx, ac); err != nil {

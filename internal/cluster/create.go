@@ -139,20 +139,20 @@ func (o Options) gateways() gatewaySet {
 // createActions are the steps of a create, in order; gw is what Options ask of the Gateway API.
 func createActions(gw gatewaySet) []action {
 	return []action{
-		{"building images", buildImages(gw)},
-		{"issuing certificates", func(_ context.Context, ac *actionContext) error { return writePKI(ac.layout, ac.spec) }},
-		{"creating namespaces and underlay", setupNetwork},
-		{"sharing the state directory with the node runtimes", shareStateDir},
-		{"starting etcd and the control plane", startControlPlane},
-		{"starting nodes", startNodes},
-		{"waiting for nodes to be Ready", waitNodesReady},
-		{"installing CoreDNS and a RuntimeClass per runtime handler", installAddons},
-		{"waiting for CoreDNS", waitCoreDNS},
-		{"installing Multus' NetworkAttachmentDefinition CRD and the secondary network", installMultus},
-		{"starting the external host and the egress gateway", setupExternal},
-		{"starting the lab registry", setupRegistry},
-		{"installing the Gateway API", installGatewayAPI(gw.api)},
-		{"installing Envoy Gateway", installEnvoyGateway(gw.envoy)},
+		{"building images", buildImages(gw), nil},
+		{"issuing certificates", func(_ context.Context, ac *actionContext) error { return writePKI(ac.layout, ac.spec) }, nil},
+		{"creating namespaces and underlay", setupNetwork, nil},
+		{"sharing the state directory with the node runtimes", shareStateDir, nil},
+		{"starting etcd and the control plane", startControlPlane, nil},
+		{"starting nodes", startNodes, nil},
+		{"waiting for nodes to be Ready", waitNodesReady, nil},
+		{"installing CoreDNS and a RuntimeClass per runtime handler", installAddons, nil},
+		{"waiting for CoreDNS", waitCoreDNS, nil},
+		{"installing Multus' NetworkAttachmentDefinition CRD and the secondary network", installMultus, func(s Spec) bool { return s.Multus }},
+		{"starting the external host and the egress gateway", setupExternal, nil},
+		{"starting the lab registry", setupRegistry, func(s Spec) bool { return s.Registry }},
+		{"installing the Gateway API", installGatewayAPI, func(Spec) bool { return gw.api }},
+		{"installing Envoy Gateway", installEnvoyGateway, func(Spec) bool { return gw.envoy }},
 	}
 }
 

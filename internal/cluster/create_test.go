@@ -1,11 +1,16 @@
 package cluster
 
 import (
+	"context"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
+	"github.com/cnibench/cnibench/internal/lab"
+	"github.com/cnibench/cnibench/internal/progress"
 )
 
 // TestBinaryPaths checks that a cluster finds its own Kubernetes release's binaries, for
@@ -55,6 +60,34 @@ func TestTmpMount(t *testing.T) {
 		e.spec.Name = "cnbt"
 		if got := e.tmpMount() != ""; got != tc.private {
 			t.Errorf("cache %s, state %s: private /tmp %v, want %v", tc.cache, tc.root, got, tc.private)
+		}
+	}
+}
+
+// TestCreateAnnouncesOnlyWantedSteps checks that a create neither runs nor announces a step
+// the cluster did not ask for (a plain cluster has no registry, Multus or Gateway API), and
+// announces and runs the rest in order.
+func TestCreateAnnouncesOnlyWantedSteps(t *testing.T) {
+	var out strings.Builder
+	ac := &actionContext{spec: Spec{LocalConfig: lab.LocalConfig{Name: "t", Registry: true}}, log: progress.New(&out, time.Now())}
+	var ran []string
+	step := func(name string) func(context.Context, *actionContext) error {
+		return func(context.Context, *actionContext) error { ran = append(ran, name); return nil }
+	}
+	for _, a := range createActions(gatewaySet{}) {
+		a.Execute = step(a.Name)
+		if err := runActions(context.Background(), ac, []action{a}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, unwanted := range []string{"Multus", "Gateway API", "Envoy Gateway"} {
+		if strings.Contains(out.String(), unwanted) || strings.Contains(strings.Join(ran, "\n"), unwanted) {
+			t.Errorf("a cluster without %s announced or ran its step:\n%s", unwanted, out.String())
+		}
+	}
+	for _, wanted := range []string{"starting nodes", "starting the lab registry", "starting the external host"} {
+		if !strings.Contains(out.String(), wanted) || !slices.ContainsFunc(ran, func(r string) bool { return strings.HasPrefix(r, wanted) }) {
+			t.Errorf("step %q neither announced nor run:\n%s", wanted, out.String())
 		}
 	}
 }

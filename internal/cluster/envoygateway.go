@@ -24,46 +24,41 @@ const (
 // and Envoy Gateway): first the namespace's objects, RBAC and the certgen Job, whose
 // certificates the controller mounts, then the controller once the Job has made them. The
 // proxies come later, one per Gateway of a run.
-func installEnvoyGateway(envoy bool) func(context.Context, *actionContext) error {
-	return func(ctx context.Context, ac *actionContext) error {
-		if !envoy {
-			return nil
-		}
-		k := kubectlOf(ac.layout, ac.spec.Name, ac.bins)
-		crds := ac.bins.bin(binaries.EnvoyGatewayCRDs)
-		if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
-			return fmt.Errorf("install Envoy Gateway %s CRDs: %w", binaries.EnvoyGatewayVersion, err)
-		}
-		if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
-			return fmt.Errorf("wait for Envoy Gateway CRDs: %w", err)
-		}
-		raw, err := os.ReadFile(ac.bins.bin(binaries.EnvoyGatewayManifest))
-		if err != nil {
-			return err
-		}
-		first, controller, err := envoyGatewayObjects(raw, ac.spec.Images.Tools)
-		if err != nil {
-			return err
-		}
-		ns := lab.EnvoyGatewayNamespace
-		if err := k.Run(ctx, strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"), "apply", "-f", "-"); err != nil {
-			return fmt.Errorf("create namespace %s: %w", ns, err)
-		}
-		if err := k.Run(ctx, bytes.NewReader(first), "apply", "-f", "-"); err != nil {
-			return fmt.Errorf("install Envoy Gateway: %w", err)
-		}
-		if err := k.Run(ctx, nil, "-n", ns, "wait", "--for=condition=Complete", "--timeout=120s", "job/"+envoyGatewayCertgen); err != nil {
-			return fmt.Errorf("wait for Envoy Gateway's certgen: %w", err)
-		}
-		if err := k.Run(ctx, bytes.NewReader(controller), "apply", "-f", "-"); err != nil {
-			return fmt.Errorf("install Envoy Gateway's controller: %w", err)
-		}
-		if err := k.Run(ctx, nil, "-n", ns, "wait", "--for=condition=Available", "--timeout=180s", "deployment/"+envoyGatewayDeployment); err != nil {
-			return fmt.Errorf("wait for Envoy Gateway's controller: %w", err)
-		}
-		ac.spec.EnvoyGateway = true
-		return ac.save()
+func installEnvoyGateway(ctx context.Context, ac *actionContext) error {
+	k := kubectlOf(ac.layout, ac.spec.Name, ac.bins)
+	crds := ac.bins.bin(binaries.EnvoyGatewayCRDs)
+	if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+		return fmt.Errorf("install Envoy Gateway %s CRDs: %w", binaries.EnvoyGatewayVersion, err)
 	}
+	if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		return fmt.Errorf("wait for Envoy Gateway CRDs: %w", err)
+	}
+	raw, err := os.ReadFile(ac.bins.bin(binaries.EnvoyGatewayManifest))
+	if err != nil {
+		return err
+	}
+	first, controller, err := envoyGatewayObjects(raw, ac.spec.Images.Tools)
+	if err != nil {
+		return err
+	}
+	ns := lab.EnvoyGatewayNamespace
+	if err := k.Run(ctx, strings.NewReader("apiVersion: v1\nkind: Namespace\nmetadata: {name: "+ns+"}\n"), "apply", "-f", "-"); err != nil {
+		return fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	if err := k.Run(ctx, bytes.NewReader(first), "apply", "-f", "-"); err != nil {
+		return fmt.Errorf("install Envoy Gateway: %w", err)
+	}
+	if err := k.Run(ctx, nil, "-n", ns, "wait", "--for=condition=Complete", "--timeout=120s", "job/"+envoyGatewayCertgen); err != nil {
+		return fmt.Errorf("wait for Envoy Gateway's certgen: %w", err)
+	}
+	if err := k.Run(ctx, bytes.NewReader(controller), "apply", "-f", "-"); err != nil {
+		return fmt.Errorf("install Envoy Gateway's controller: %w", err)
+	}
+	if err := k.Run(ctx, nil, "-n", ns, "wait", "--for=condition=Available", "--timeout=180s", "deployment/"+envoyGatewayDeployment); err != nil {
+		return fmt.Errorf("wait for Envoy Gateway's controller: %w", err)
+	}
+	ac.spec.EnvoyGateway = true
+	return ac.save()
 }
 
 // envoyGatewayObjects reads the rendered chart, puts image in place of the placeholder of every

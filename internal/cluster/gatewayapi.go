@@ -49,21 +49,16 @@ func imageTools(bins binPaths, gw gatewaySet) []string {
 
 // installGatewayAPI installs the Gateway API CRDs on a cluster with the split; the run deploys
 // Traefik and the routes itself.
-func installGatewayAPI(gatewayAPI bool) func(context.Context, *actionContext) error {
-	return func(ctx context.Context, ac *actionContext) error {
-		if !gatewayAPI {
-			return nil
-		}
-		k, crds := kubectlOf(ac.layout, ac.spec.Name, ac.bins), ac.bins.bin(binaries.GatewayAPICRDs)
-		if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
-			return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
-		}
-		if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
-			return fmt.Errorf("wait for Gateway API CRDs: %w", err)
-		}
-		ac.spec.GatewayAPI = true
-		return ac.save()
+func installGatewayAPI(ctx context.Context, ac *actionContext) error {
+	k, crds := kubectlOf(ac.layout, ac.spec.Name, ac.bins), ac.bins.bin(binaries.GatewayAPICRDs)
+	if err := k.Run(ctx, nil, "apply", "--server-side", "--force-conflicts", "-f", crds); err != nil {
+		return fmt.Errorf("install Gateway API %s CRDs: %w", binaries.GatewayAPIVersion, err)
 	}
+	if err := k.Run(ctx, nil, "wait", "--for=condition=Established", "--timeout=60s", "-f", crds); err != nil {
+		return fmt.Errorf("wait for Gateway API CRDs: %w", err)
+	}
+	ac.spec.GatewayAPI = true
+	return ac.save()
 }
 
 // kubectlOf is the cluster's kubectl, against it.

@@ -35,9 +35,6 @@ func secondaryNAD() string {
 // secondary network's definition. Multus itself was set up with the nodes: every pod,
 // CoreDNS's included, already went through it.
 func installMultus(ctx context.Context, ac *actionContext) error {
-	if !ac.spec.Multus {
-		return nil
-	}
 	k, crds := kubectlOf(ac.layout, ac.spec.Name, ac.bins), ac.bins.bin(binaries.MultusCRDs)
 	if err := k.Run(ctx, nil, "apply", "--server-side", "-f", crds); err != nil {
 		return fmt.Errorf("install Multus %s's CRD: %w", binaries.MultusVersion, err)

@@ -91,9 +91,6 @@ func writeRegistryHosts(certsDir, addr, caFile string) error {
 // an htpasswd file, and the credentials where a push and a pull Secret find them.
 func setupRegistry(ctx context.Context, ac *actionContext) error {
 	s, p := ac.spec, ac.spec.Plan()
-	if !s.Registry {
-		return nil
-	}
 	dir := ac.layout.registryDir(s.Name)
 	if err := os.MkdirAll(filepath.Join(dir, "data"), 0o700); err != nil {
 		return fmt.Errorf("the lab registry: %w", err)

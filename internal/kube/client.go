@@ -35,10 +35,12 @@ type Client struct {
 	// named); empty for a kubeconfig without contexts.
 	Context string
 
-	// lost is when, and how, an exec last lost its connection to the API server.
-	lostMu   sync.Mutex
-	lostAt   time.Time
-	lostWhat string
+	// lost is when, and how, an exec last lost its connection to the API server, and how many
+	// times one did.
+	lostMu    sync.Mutex
+	lostAt    time.Time
+	lostWhat  string
+	lostCount int
 }
 
 // NoteLostConnection records that an exec's connection to the API server broke: ExecIO does
@@ -48,6 +50,15 @@ func (c *Client) NoteLostConnection(what string) {
 	c.lostMu.Lock()
 	defer c.lostMu.Unlock()
 	c.lostAt, c.lostWhat = time.Now(), what
+	c.lostCount++
+}
+
+// LostConnections says how many times the client noted a lost connection (NoteLostConnection)
+// and how the last one was lost.
+func (c *Client) LostConnections() (n int, last string) {
+	c.lostMu.Lock()
+	defer c.lostMu.Unlock()
+	return c.lostCount, c.lostWhat
 }
 
 // LostConnectionSince says how an exec last lost its connection to the API server, if it did
@@ -90,6 +101,8 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 	cfg.QPS, cfg.Burst = 50, 100
 	// A partitioned API server fails the calls waiting on it within userTimeout.
 	cfg.Dial = apiDialer().DialContext
+	c := &Client{config: cfg, Server: cfg.Host}
+	cfg.WrapTransport = c.watchAnswers
 	cs, err := kubernetes.NewForConfig(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("client for %s: %w", cfg.Host, err)
@@ -102,7 +115,8 @@ func Connect(kubeconfig, kubeContext string) (*Client, error) {
 	if raw, err := loader.RawConfig(); err == nil && used == "" {
 		used = raw.CurrentContext
 	}
-	return &Client{CS: cs, NADs: nads, config: cfg, Server: cfg.Host, Context: used}, nil
+	c.CS, c.NADs, c.Context = cs, nads, used
+	return c, nil
 }
 
 // Preflight fails with one clear error when the API server cannot be reached or the

@@ -136,6 +136,10 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 				cancel()
 				release()
 				drain(done, len(runs)-1)
+				if runs[j].err == nil {
+					// A client waits for the release; its exec cannot end well before it.
+					return nil, lostClient(tg.client, j, ends[j], "before the release")
+				}
 				return nil, pairError(j, ends[j], runs[j])
 			case <-ctx.Done():
 				release()
@@ -166,9 +170,8 @@ func (r *run) runPairs(ctx context.Context, tg *target, argvs [][]string, ends [
 			return nil, pairError(i, ends[i], p)
 		}
 		if len(bytes.TrimSpace(p.stdout.Bytes())) == 0 {
-			// The client always prints a report; the exec's connection dropped.
-			tg.client.NoteLostConnection(fmt.Sprintf("an exec in %s/%s ended without output or exit status", ends[i].clientPod, kube.ClientContainer))
-			return nil, fmt.Errorf("pair %d (%s): the client's exec ended without output or exit status (its connection dropped)", i, ends[i].clientPod)
+			// The client always prints a report.
+			return nil, lostClient(tg.client, i, ends[i], "without output")
 		}
 		if err := json.Unmarshal(p.stdout.Bytes(), &reports[i]); err != nil {
 			return nil, fmt.Errorf("pair %d (%s): read the client's report %q: %w", i, ends[i].clientPod, excerpt(p.stdout.String()), err)
@@ -190,6 +193,13 @@ func drain(done <-chan int, n int) {
 	for range n {
 		<-done
 	}
+}
+
+// lostClient notes and says that pair i's client exec ended (when) with no exit status: its
+// connection to the API server dropped, which client-go reports as a success.
+func lostClient(c *kube.Client, i int, end pairEnd, when string) error {
+	c.NoteLostConnection(fmt.Sprintf("an exec in %s/%s ended %s and without exit status", end.clientPod, kube.ClientContainer, when))
+	return fmt.Errorf("pair %d (%s): the client's exec ended %s and without exit status (its connection dropped)", i, end.clientPod, when)
 }
 
 func pairError(i int, end pairEnd, p *pairRun) error {

@@ -154,3 +154,23 @@ func (r *run) replaceGone(ctx context.Context, tg *target) (what string, mended 
 	}
 	return fmt.Sprintf("%s, made again in %.1fs", what, took.Seconds()), true
 }
+
+// brokenConnections says, a line per cluster, how often the run's connection to its API server
+// broke: an outage that cost no sample (an exec of counters read again) is still one the user
+// should know of, and one that cost samples is listed with them (lostLine).
+func (r *run) brokenConnections() []string {
+	var lines []string
+	seen := map[*kube.Client]bool{}
+	for _, tg := range r.targets {
+		if tg.client == nil || seen[tg.client] {
+			continue
+		}
+		seen[tg.client] = true
+		if n, last := tg.client.LostConnections(); n == 1 {
+			lines = append(lines, fmt.Sprintf("the connection to the API server at %s broke once during the run (%s)", tg.client.Server, last))
+		} else if n > 1 {
+			lines = append(lines, fmt.Sprintf("the connection to the API server at %s broke %d times during the run (the last: %s)", tg.client.Server, n, last))
+		}
+	}
+	return lines
+}

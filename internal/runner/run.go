@@ -186,7 +186,8 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 	if len(res.Samples) > 0 && status == record.StatusFailed {
 		status = record.StatusPartial
 	}
-	notes := append([]string{}, r.lostSamples...)
+	broken := r.brokenConnections()
+	notes := append(append([]string{}, r.lostSamples...), broken...)
 	if terr := r.teardown(); terr != nil {
 		err = errors.Join(err, fmt.Errorf("cleanup: %w", terr))
 		notes = append(notes, "not removed: "+terr.Error())
@@ -209,6 +210,9 @@ func (r *run) finish(ctx context.Context, res *Result, err error) error {
 		for _, l := range r.lostSamples {
 			r.progress("  %s", l)
 		}
+	}
+	for _, l := range broken {
+		r.progress("%s", l)
 	}
 	r.progress("run %s %s: %d samples %s", r.id, status, len(res.Samples), stored)
 	return err

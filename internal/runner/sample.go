@@ -5,6 +5,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -243,14 +244,22 @@ func (r *run) stats(ctx context.Context, tg *target, pods []podContainer) ([]mon
 // which a busy node does now and then; reading counters has no side effect, so it is retried.
 const statAttempts = 3
 
+// statTimeout bounds one read of a container's counters, which takes milliseconds.
+const statTimeout = 30 * time.Second
+
 // readStat reads one container's counters.
 func readStat(ctx context.Context, c *kube.Client, namespace string, pc podContainer, out *monitor.NodeStat) error {
 	var err error
 	for attempt := 0; attempt < statAttempts; attempt++ {
-		tctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		tctx, cancel := context.WithTimeout(ctx, statTimeout)
 		var raw []byte
 		raw, err = c.Exec(tctx, cmp.Or(pc.namespace, namespace), pc.pod, pc.container, agentcmd.StatCmd{}.Argv())
 		cancel()
+		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			// Reading counters takes milliseconds: an exec that outlived its deadline lost its
+			// connection, which then ends in neither an error nor an exit status.
+			c.NoteLostConnection(fmt.Sprintf("an exec in %s/%s had not ended %s after it began", pc.pod, pc.container, statTimeout))
+		}
 		if err != nil {
 			return err
 		}
