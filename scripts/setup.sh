@@ -24,7 +24,7 @@ PACKAGES=(
 	clang llvm clang-19 llvm-19 ipset
 	conmon skopeo libseccomp-dev pkg-config
 	postgresql chromium python3-prometheus-client python3-pip
-	linux-perf
+	linux-perf gcc-aarch64-linux-gnu libc6-dev-arm64-cross
 )
 # Packages of Debian's non-free component (netperf, the tool of two reference
 # studies): fetched through a sources list of cnibench's own under the cache,

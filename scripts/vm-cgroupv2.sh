@@ -33,6 +33,9 @@
 #   CNB_VM_CPU      CPU model (default host,-cx16 under KVM, qemu64 under TCG: see run_vm)
 #   CNB_VM_LOG      console log (default $CNIBENCH_CACHE/logs/vm-cgroupv2.log)
 #   CNB_VM_APPEND   extra kernel arguments (e.g. ignore_loglevel for boot messages)
+#   CNB_VM_DATAPATHS  the datapaths test/vm/cluster.sh creates a cluster of, one each
+#                   (default flannel-vxlan; e.g. "bridge flannel-vxlan cilium-vxlan calico-vxlan",
+#                   with CNB_VM_MEM=8192 and CNB_VM_TIMEOUT=5400)
 # Exit: 0 pass, 1 guest test failed, 124 timeout, 2 anything else.
 set -euo pipefail
 
@@ -382,6 +385,9 @@ prepare_share() {
 	chmod 755 "$SHARE/guest.sh"
 	# The guest stops its script a minute before the host stops the VM.
 	echo "GUEST_TIMEOUT=$((TIMEOUT > 120 ? TIMEOUT - 60 : 60))" >"$SHARE/config"
+	if [[ -n "${CNB_VM_DATAPATHS:-}" ]]; then
+		printf 'export CNB_VM_DATAPATHS=%q\n' "$CNB_VM_DATAPATHS" >>"$SHARE/config"
+	fi
 }
 
 # run_vm boots the VM. The emulated CPU is qemu64 by default, not max: software emulation of the

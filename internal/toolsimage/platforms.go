@@ -108,8 +108,8 @@ func (o Options) buildArch(ctx context.Context, arch string) (Built, error) {
 		if err != nil {
 			return Built{}, err
 		}
-		if !binaries.CanCross(comp) {
-			fmt.Fprintf(o.progress(), "leaving %s out of the linux/%s image: it is not a Go program, and its toolchain has no %s target here\n", b.Binary, arch, arch)
+		if err := binaries.CrossReady(comp, arch); err != nil {
+			fmt.Fprintf(o.progress(), "leaving %s out of the linux/%s image: %v\n", b.Binary, arch, err)
 			left = append(left, b.Binary)
 			continue
 		}

@@ -1,11 +1,15 @@
 #!/bin/sh
 # The cgroup v2 test, run as root inside the VM that scripts/vm-cgroupv2.sh boots with
-# cgroup_no_v1=all: the local cluster's whole lifecycle on a pure cgroup v2 host. It creates a
-# single-node bridge cluster with the default Kubernetes release, checks that the cluster's
-# daemons and pods live in its cgroup2 tree, measures a short run (tcp-stream same-node; under
-# emulation a sample costs about 13 s, and the pods' counters, which are what cgroup v2 changes,
-# are read around every workload alike), deletes the cluster and checks that nothing of it is
-# left: cgroups, namespaces, links, mounts, processes, nft tables. Any failure exits non-zero.
+# cgroup_no_v1=all: the local cluster's whole lifecycle on a pure cgroup v2 host, for each
+# datapath of CNB_VM_DATAPATHS (from the VM's config; default flannel-vxlan, a datapath with a
+# daemon of its own and a VXLAN device, beyond the bridge every run starts with). For each it
+# creates a single-node cluster and checks that the cluster's daemons and pods live in its
+# cgroup2 tree; then one short run interleaves all of them on the same-node path
+# (under emulation a sample costs about 13 s; the pods' counters, which are what cgroup v2
+# changes, are read around every workload alike), which times each one's Service programming
+# and a new pod's first connection, and, where the datapath enforces NetworkPolicy, the allow
+# policy's enforcement; last it deletes the clusters and checks that nothing of them is left:
+# cgroups, namespaces, links, mounts, processes, nft tables, routes. Any failure exits non-zero.
 # One node, not two: every node is the same kubelet, containerd and cgroup tree, and importing
 # the images into each node is the guest's costliest step ("starting nodes": 212 of a 382 s
 # create with two); two-node clusters (cross-node paths, the underlay) are proven on the host by
@@ -27,24 +31,32 @@ elapsed() { echo $(($(date +%s) - $1)); }
 grep -q ' - cgroup ' /proc/self/mountinfo && fail "a cgroup v1 hierarchy is mounted"
 step "kernel $(uname -r), cgroup controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 
-t=$(date +%s)
-step "cluster create"
-cnibench cluster create --name vm --nodes 1 --wait 20m
-step "created in $(elapsed "$t") s"
-
-# The cluster's tree holds its daemons and the kubelets' pods, in the one hierarchy, with the
-# controllers the kubelet needs (the VM's root enables only cpu, io, memory and pids: cpuset is
-# the cluster's doing).
-[ -d /sys/fs/cgroup/cnb-vm/node1/kubepods ] || fail "no kubepods cgroup below /sys/fs/cgroup/cnb-vm/node1"
-for c in cpu cpuset memory pids; do
-	grep -qw "$c" /sys/fs/cgroup/cnb-vm/node1/cgroup.controllers || fail "controller $c not enabled for node1"
+DATAPATHS=${CNB_VM_DATAPATHS:-flannel-vxlan}
+SUITE=/tmp/vm-suite.yaml
+echo "targets:" >"$SUITE"
+i=0
+for dp in $DATAPATHS; do
+	i=$((i + 1))
+	name=vm$i
+	t=$(date +%s)
+	step "cluster create $name ($dp)"
+	cnibench cluster create --name "$name" --nodes 1 --datapath "$dp" --wait 20m
+	step "created in $(elapsed "$t") s"
+	# The cluster's tree holds its daemons and the kubelets' pods, in the one hierarchy, with
+	# the controllers the kubelet needs (the VM's root enables only cpu, io, memory and pids:
+	# cpuset is the cluster's doing).
+	[ -d "/sys/fs/cgroup/cnb-$name/node1/kubepods" ] || fail "no kubepods cgroup below /sys/fs/cgroup/cnb-$name/node1"
+	for c in cpu cpuset memory pids; do
+		grep -qw "$c" "/sys/fs/cgroup/cnb-$name/node1/cgroup.controllers" || fail "controller $c not enabled for $name's node1"
+	done
+	grep -q . "/sys/fs/cgroup/cnb-$name/ctl/cgroup.procs" || fail "no control-plane process in /cnb-$name/ctl"
+	grep -q '"cgroups": *"cgroup v2 (unified)"' "/var/lib/cnibench/clusters/$name/cluster.json" ||
+		fail "the cluster's state does not record a unified cgroup host: $(cat "/var/lib/cnibench/clusters/$name/cluster.json")"
+	policy=""
+	case "$dp" in calico-* | canal | cilium-*) policy=", networkPolicy: {allow: true}" ;; esac
+	echo "  - {name: $dp, local: {cluster: $name, datapath: $dp, nodes: 1}$policy}" >>"$SUITE"
 done
-grep -q . /sys/fs/cgroup/cnb-vm/ctl/cgroup.procs || fail "no control-plane process in /cnb-vm/ctl"
-grep -q '"cgroups": *"cgroup v2 (unified)"' /var/lib/cnibench/clusters/vm/cluster.json ||
-	fail "the cluster's state does not record a unified cgroup host: $(cat /var/lib/cnibench/clusters/vm/cluster.json)"
-
-cat >/tmp/vm-suite.yaml <<'SUITE'
-targets: [{name: local, local: {cluster: vm, nodes: 1}}]
+cat >>"$SUITE" <<'SUITE'
 paths: [same-node]
 workloads:
   - {kind: tcp-stream, streams: 1}
@@ -54,15 +66,26 @@ warmup: off
 SUITE
 t=$(date +%s)
 step "run"
-cnibench run --keep -f /tmp/vm-suite.yaml --store /tmp/vm-results.db
+cnibench run --keep -f "$SUITE" --store /tmp/vm-results.db | tee /tmp/vm-run.txt
 step "run done in $(elapsed "$t") s"
+grep -q "complete: " /tmp/vm-run.txt || fail "the run did not complete"
+grep -q "service-programming" /tmp/vm-run.txt || fail "no Service programming figure"
+for dp in $DATAPATHS; do
+	case "$dp" in calico-* | canal | cilium-*)
+		grep -q "netpol-enforcement" /tmp/vm-run.txt || fail "no NetworkPolicy enforcement figure for $dp" ;;
+	esac
+done
 n=$(cnibench results list --store /tmp/vm-results.db | grep -c . || true)
 [ "$n" -ge 2 ] || fail "no run stored"
 
-t=$(date +%s)
-step "cluster delete"
-cnibench cluster delete --name vm
-step "deleted in $(elapsed "$t") s"
+i=0
+for dp in $DATAPATHS; do
+	i=$((i + 1))
+	t=$(date +%s)
+	step "cluster delete vm$i"
+	cnibench cluster delete --name "vm$i"
+	step "deleted in $(elapsed "$t") s"
+done
 
 # check_clean fails when anything of a cluster is left on the VM: its cgroup tree, namespaces,
 # links, mounts (the VM's own mounts of the cache and binaries are not the cluster's), nft
@@ -90,4 +113,4 @@ check_clean() {
 }
 check_clean
 
-step "PASS: create, run and delete on a pure cgroup v2 host (Kubernetes v1.37.2), nothing left"
+step "PASS: create, run and delete on a pure cgroup v2 host (Kubernetes v1.37.2; $DATAPATHS), nothing left"

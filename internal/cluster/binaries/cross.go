@@ -17,17 +17,14 @@ func (c Cache) CrossPath(comp Component, goarch, name string) string {
 	return filepath.Join(c.BinDir(), "linux-"+goarch, comp.Name+"-"+comp.Version, name)
 }
 
-// CanCross reports whether EnsureCross can build comp for another architecture.
-func CanCross(comp Component) bool { return comp.recipe.name == goInstallRecipe().name }
-
-// EnsureCross cross-compiles comp's binaries for linux/goarch with cgo off unless they are
-// cached, for the tools image of nodes of another architecture. Only components that go
-// install builds (k6) can be cross-compiled: the others need a C or Rust toolchain for the
-// target. The binaries cannot run here, so the smoke test of Ensure is not run; the caller
+// EnsureCross builds comp's binaries for linux/goarch unless they are cached, for the tools
+// image of nodes of another architecture: a Go program (k6) with cgo off, a crate (STREAM) with
+// rustup's standard library for the target and Debian's cross linker (CrossReady says what is
+// missing). The binaries cannot run here, so the smoke test of Ensure is not run; the caller
 // checks their ELF machine instead.
 func (c Cache) EnsureCross(ctx context.Context, w io.Writer, comp Component, goarch string) error {
-	if !CanCross(comp) {
-		return fmt.Errorf("%s cannot be cross-compiled for %s: only go install components can", comp.Name, goarch)
+	if err := CrossReady(comp, goarch); err != nil {
+		return err
 	}
 	dir := filepath.Dir(c.CrossPath(comp, goarch, "x"))
 	if c.crossDone(comp, goarch) {
@@ -56,16 +53,29 @@ func (c Cache) EnsureCross(ctx context.Context, w io.Writer, comp Component, goa
 	defer log.Close()
 	fmt.Fprintf(w, "cross-compiling %s %s for linux/%s (cold ~%s)...\n", comp.Name, comp.Version, goarch, comp.ColdBuild)
 	start := time.Now()
+	if comp.recipe.name == cargoInstallRecipe {
+		err = c.crossCrate(ctx, log, comp, goarch)
+	} else {
+		err = c.crossGo(ctx, log, comp, goarch)
+	}
+	if err != nil {
+		return fmt.Errorf("%s for %s (log %s): %w", comp.Name, goarch, log.Name(), err)
+	}
+	fmt.Fprintf(w, "%s for linux/%s built in %s\n", comp.Name, goarch, time.Since(start).Round(time.Second))
+	return nil
+}
+
+// crossGo builds a Go component's packages for linux/goarch with cgo off.
+func (c Cache) crossGo(ctx context.Context, log io.Writer, comp Component, goarch string) error {
 	info, err := modDownload(ctx, log, filepath.Join(c.Dir, "tmp"), comp.Module, comp.Version)
 	if err != nil {
 		return err
 	}
 	for i, pkg := range comp.packages {
 		if err := CrossBuild(ctx, log, info.Dir, pkg, comp.ldflags, goarch, c.CrossPath(comp, goarch, comp.Binaries[i])); err != nil {
-			return fmt.Errorf("%s for %s (log %s): %w", comp.Name, goarch, log.Name(), err)
+			return err
 		}
 	}
-	fmt.Fprintf(w, "%s for linux/%s built in %s\n", comp.Name, goarch, time.Since(start).Round(time.Second))
 	return nil
 }
 

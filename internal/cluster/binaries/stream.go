@@ -27,7 +27,7 @@ func streamComponents() []Component {
 		Version: StreamVersion,
 		// clap and rayon: about a minute on the 2-core target.
 		ColdBuild: 2 * time.Minute,
-		recipe:    recipe{name: "cargo-install", build: buildStream},
+		recipe:    recipe{name: cargoInstallRecipe, build: buildStream},
 		// packages feeds the recipe hash.
 		packages: []string{"stream-benchmark", "--locked"},
 		Binaries: []string{StreamBinary},
