@@ -66,13 +66,14 @@ warmup: off
 SUITE
 t=$(date +%s)
 step "run"
-cnibench run --keep -f "$SUITE" --store /tmp/vm-results.db | tee /tmp/vm-run.txt
+# The status lines, the run's end among them, go to stderr; the summary to stdout.
+cnibench run --keep -f "$SUITE" --store /tmp/vm-results.db 2>&1 | tee /tmp/vm-run.txt
 step "run done in $(elapsed "$t") s"
 grep -q "complete: " /tmp/vm-run.txt || fail "the run did not complete"
-grep -q "service-programming" /tmp/vm-run.txt || fail "no Service programming figure"
 for dp in $DATAPATHS; do
+	grep -q "target $dp: a new Service carried traffic" /tmp/vm-run.txt || fail "no Service programming figure for $dp"
 	case "$dp" in calico-* | canal | cilium-*)
-		grep -q "netpol-enforcement" /tmp/vm-run.txt || fail "no NetworkPolicy enforcement figure for $dp" ;;
+		grep -q "target $dp: NetworkPolicy enforced" /tmp/vm-run.txt || fail "no NetworkPolicy enforcement figure for $dp" ;;
 	esac
 done
 n=$(cnibench results list --store /tmp/vm-results.db | grep -c . || true)

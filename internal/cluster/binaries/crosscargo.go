@@ -60,16 +60,25 @@ func knownRustArchs() []string {
 	return archs
 }
 
-// rustupTool finds rustup beside cargo.
-func rustupTool() (string, error) {
-	if p, err := exec.LookPath("rustup"); err == nil {
-		return p, nil
+// rustTool finds one of Rust's tools in PATH or where rustup installs them, ~/.cargo/bin; ""
+// when it is in neither.
+func rustTool(name string) string {
+	if p, err := exec.LookPath(name); err == nil {
+		return p
 	}
 	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, ".cargo", "bin", "rustup")
+		p := filepath.Join(home, ".cargo", "bin", name)
 		if _, err := os.Stat(p); err == nil {
-			return p, nil
+			return p
 		}
+	}
+	return ""
+}
+
+// rustupTool finds rustup beside cargo.
+func rustupTool() (string, error) {
+	if p := rustTool("rustup"); p != "" {
+		return p, nil
 	}
 	return "", errors.New("rustup not found in PATH or ~/.cargo/bin: a crate is built for another architecture with the Rust standard library rustup adds for it")
 }

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -51,14 +50,8 @@ func youkiComponents() []Component {
 
 // cargoTool locates cargo: in PATH, or where rustup installs it for root.
 func cargoTool() (string, error) {
-	if p, err := exec.LookPath("cargo"); err == nil {
+	if p := rustTool("cargo"); p != "" {
 		return p, nil
-	}
-	if home, err := os.UserHomeDir(); err == nil {
-		p := filepath.Join(home, ".cargo", "bin", "cargo")
-		if _, err := os.Stat(p); err == nil {
-			return p, nil
-		}
 	}
 	return "", errors.New("cargo not found in PATH or ~/.cargo/bin: youki and STREAM are built with cargo (rustup, or Debian's cargo)")
 }
