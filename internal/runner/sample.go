@@ -255,9 +255,10 @@ func readStat(ctx context.Context, c *kube.Client, namespace string, pc podConta
 		var raw []byte
 		raw, err = c.Exec(tctx, cmp.Or(pc.namespace, namespace), pc.pod, pc.container, agentcmd.StatCmd{}.Argv())
 		cancel()
-		if err != nil && errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
 			// Reading counters takes milliseconds: an exec that outlived its deadline lost its
-			// connection, which then ends in neither an error nor an exit status.
+			// connection without being told (a stream on a dead connection ends at its caller's
+			// deadline, or with no output and no error).
 			c.NoteLostConnection(fmt.Sprintf("an exec in %s/%s had not ended %s after it began", pc.pod, pc.container, statTimeout))
 		}
 		if err != nil {
