@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -52,13 +54,8 @@ func CrossReady(comp Component, goarch string) error {
 	return nil
 }
 
-func knownRustArchs() []string {
-	var archs []string
-	for a := range rustTargets {
-		archs = append(archs, a)
-	}
-	return archs
-}
+// knownRustArchs are rustTargets' architectures, sorted.
+func knownRustArchs() []string { return slices.Sorted(maps.Keys(rustTargets)) }
 
 // rustTool finds one of Rust's tools in PATH or where rustup installs them, ~/.cargo/bin; ""
 // when it is in neither.
@@ -83,7 +80,7 @@ func rustupTool() (string, error) {
 	return "", errors.New("rustup not found in PATH or ~/.cargo/bin: a crate is built for another architecture with the Rust standard library rustup adds for it")
 }
 
-// crossCrate builds comp's crate for linux/goarch into out (CrossPath's directory): rustup
+// crossCrate builds comp's crate for linux/goarch into the cache (CrossPath): rustup
 // adds the target's standard library (once; it is kept), and cargo links with Debian's cross
 // linker, in the cache's shared cargo target directory, where each target has its own tree.
 func (c Cache) crossCrate(ctx context.Context, log io.Writer, comp Component, goarch string) error {
