@@ -379,7 +379,7 @@ warmup: 1s
 `
 
 // validateNetperf runs netperfSuite and holds netperf's figures to the other tools' on the same
-// path: throughput within 25 %, request/response and connection figures within a factor of 2.
+// path: throughput within [0.5, 1.25] of iperf3's, request/response figures within a factor of 2.
 func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 	doc := runSuite(ctx, t, netperfSuite, filepath.Join(dir, "netperf.yaml"), filepath.Join(dir, "netperf.db"))
 	mean := map[string]float64{}
@@ -391,8 +391,13 @@ func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 			ours, netperf, metric string
 			lo, hi                float64
 		}{
-			// One connection, 128 KiB writes, for as long: the same bytes on the same path.
-			{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, 0.75, 1.25},
+			// One connection, 128 KiB writes, for as long: the same bytes on the same path. But the
+			// tools differ on a veth path: in two namespaces on this machine (6 to 8 interleaved
+			// pairs of 2-s runs, three times) netperf reached 0.61 to 0.90 of iperf3, and 0.54 with
+			// CPU-bound processes beside them; iperf 2, which like netperf blocks in each write
+			// where iperf3 waits in select, sat between (0.75 of iperf3). CI's cluster gave 0.74
+			// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter.
+			{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, 0.5, 1.25},
 			// One 64-byte transaction in flight on one connection: the same round trip. sockperf,
 			// C blocking in recv like netperf, on every figure; the in-house Go client on its
 			// median, since on a machine busy with other work its mean carries a tail of
