@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -211,14 +212,64 @@ func TestExternalAddressesAndGateway(t *testing.T) {
 	if _, ok := (Spec{LocalConfig: lab.LocalConfig{Name: "old", Nodes: 2}}).External(); ok {
 		t.Error("a cluster created without the external host reports one")
 	}
+	if e.Direct6 != "" || e.ViaGateway6 != "" {
+		t.Errorf("an IPv4 cluster's external host has IPv6 addresses: %+v", e)
+	}
+	// With IPv6, two more addresses in the lab's own /48, on the nodes' /64, never the host's.
+	dual := Spec{LocalConfig: lab.LocalConfig{Name: "x", Nodes: 3, IPFamily: lab.DualStack}, Index: 3, HasExternal: true, External6: true}
+	e, _ = dual.External()
+	if e.Direct6 != "fdcb:0:203::200" || e.ViaGateway6 != "fdcb:0:203::201" || e.Direct != "10.203.0.200" {
+		t.Errorf("dual-stack External() = %+v", e)
+	}
+	nodes := &net.IPNet{IP: dual.Plan().NodeIP6(1), Mask: net.CIDRMask(64, 128)}
+	for _, ip := range []string{e.Direct6, e.ViaGateway6} {
+		if a := net.ParseIP(ip); !nodes.Contains(a) || !dual.Plan().Block6().Contains(a) {
+			t.Errorf("%s is not on the nodes' IPv6 underlay inside %s", ip, dual.Plan().Block6())
+		}
+	}
+	// State written before the external host had IPv6 addresses offers none.
+	dual.External6 = false
+	if e, _ := dual.External(); e.Direct6 != "" {
+		t.Errorf("an external host created without IPv6 addresses offers %s", e.Direct6)
+	}
 }
 
 func TestEgressRuleset(t *testing.T) {
 	got := egressRuleset([]string{"oifname \"eth0\" ip daddr 10.0.0.1 masquerade"})
-	for _, want := range []string{"table ip cnb_egress {", "type nat hook postrouting priority srcnat;", "\t\toifname \"eth0\" ip daddr 10.0.0.1 masquerade\n"} {
+	for _, want := range []string{"table inet cnb_egress {", "type nat hook postrouting priority srcnat;", "\t\toifname \"eth0\" ip daddr 10.0.0.1 masquerade\n"} {
 		if !strings.Contains(got, want) {
 			t.Errorf("ruleset lacks %q:\n%s", want, got)
 		}
+	}
+}
+
+// Each node SNATs its pods' traffic to the external host, and routes the gateway address to
+// the gateway node, which SNATs it: in each family the cluster has.
+func TestNodeEgressInBothFamilies(t *testing.T) {
+	s := Spec{LocalConfig: lab.LocalConfig{Name: "x", Nodes: 2, IPFamily: lab.DualStack}, Index: 3}
+	rules, routes, sysctls := nodeEgress(s, 1, true)
+	want := []string{
+		`oifname "eth0" ip saddr 10.203.128.0/17 ip daddr 10.203.0.200 masquerade`,
+		`oifname "eth0" ip6 saddr fdcb:0:203:100::/56 ip6 daddr fdcb:0:203::200 masquerade`,
+	}
+	if strings.Join(rules, "\n") != strings.Join(want, "\n") {
+		t.Errorf("node1's rules:\n%s\nwant\n%s", strings.Join(rules, "\n"), strings.Join(want, "\n"))
+	}
+	wantRoutes := []string{"route add 10.203.0.201/32 via 10.203.0.12 dev eth0", "route add fdcb:0:203::201/128 via fdcb:0:203::12 dev eth0"}
+	if strings.Join(routes, "\n") != strings.Join(wantRoutes, "\n") {
+		t.Errorf("node1's routes: %q, want %q", routes, wantRoutes)
+	}
+	if sysctls["net.ipv6.conf.eth0.accept_redirects"] != "0" {
+		t.Errorf("node1 accepts IPv6 redirects: %v", sysctls)
+	}
+	rules, routes, _ = nodeEgress(s, 2, true)
+	if len(routes) != 0 || !slices.Contains(rules, `oifname "eth0" ip6 daddr fdcb:0:203::201 masquerade`) || !slices.Contains(rules, `oifname "eth0" ip daddr 10.203.0.201 masquerade`) {
+		t.Errorf("the gateway node2: rules %q, routes %q", rules, routes)
+	}
+	// A datapath's own gateway takes the gateway address; IPv4 alone has no IPv6 rule.
+	v4 := Spec{LocalConfig: lab.LocalConfig{Name: "x", Nodes: 2}, Index: 3}
+	if rules, routes, sysctls := nodeEgress(v4, 1, false); len(rules) != 1 || len(routes) != 0 || sysctls["net.ipv6.conf.all.accept_redirects"] != "" {
+		t.Errorf("IPv4 node with the datapath's gateway: rules %q, routes %q, sysctls %v", rules, routes, sysctls)
 	}
 }
 

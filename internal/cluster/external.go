@@ -24,7 +24,8 @@ import (
 // server outside the cluster. It holds two addresses: pods reach ExternalIP directly (their own
 // node SNATs them) and ExternalViaGatewayIP through the egress gateway node (which SNATs them),
 // so both egress paths are measured side by side without reconfiguring anything between
-// samples.
+// samples. A cluster with IPv6 gives it two more in the lab's own IPv6 range, the same two
+// roles (ExternalIP6, ExternalViaGatewayIP6).
 const (
 	// externalPort is the external host's port on the underlay bridge.
 	externalPort = "ext"
@@ -38,6 +39,13 @@ func (p Plan) ExternalIP() net.IP { return net.IPv4(10, p.octet(), 0, 200).To4()
 // ExternalViaGatewayIP is the external host's address that every node but the gateway routes
 // through the egress gateway node.
 func (p Plan) ExternalViaGatewayIP() net.IP { return net.IPv4(10, p.octet(), 0, 201).To4() }
+
+// ExternalIP6 is the external host's IPv6 address that pods reach directly; its last group
+// reads like ExternalIP's last octet.
+func (p Plan) ExternalIP6() net.IP { return p.v6(0, "200") }
+
+// ExternalViaGatewayIP6 is the external host's IPv6 address routed through the egress gateway.
+func (p Plan) ExternalViaGatewayIP6() net.IP { return p.v6(0, "201") }
 
 // ExtNetns is the external host's network namespace.
 func (s Spec) ExtNetns() string { return "cnb-" + s.Name + "-ext" }
@@ -53,9 +61,11 @@ func (s Spec) GatewayNode() int {
 
 // External describes the external host and egress gateway of a cluster created with them.
 type External struct {
-	Control     string // host:port of its agent
+	Control     string // host:port of its agent, over IPv4
 	Direct      string // address pods reach with their own node's SNAT
 	ViaGateway  string // address pods reach through the gateway; empty without a gateway
+	Direct6     string // Direct's IPv6 counterpart; empty on a cluster without IPv6
+	ViaGateway6 string // ViaGateway's IPv6 counterpart; empty without IPv6 or a gateway
 	GatewayNode string // the gateway node's name
 }
 
@@ -66,8 +76,15 @@ func (s Spec) External() (External, bool) {
 	}
 	p := s.Plan()
 	e := External{Control: net.JoinHostPort(p.ExternalIP().String(), fmt.Sprint(external.DefaultServePort)), Direct: p.ExternalIP().String()}
-	if g := s.GatewayNode(); g > 0 {
+	g := s.GatewayNode()
+	if g > 0 {
 		e.ViaGateway, e.GatewayNode = p.ExternalViaGatewayIP().String(), s.NodeName(g)
+	}
+	if s.External6 {
+		e.Direct6 = p.ExternalIP6().String()
+		if g > 0 {
+			e.ViaGateway6 = p.ExternalViaGatewayIP6().String()
+		}
 	}
 	return e, true
 }
@@ -82,12 +99,20 @@ func setupExternal(ctx context.Context, ac *actionContext) error {
 	if err := plugIntoUnderlay(ctx, s, ns, externalPort); err != nil {
 		return err
 	}
-	if err := ipBatch(ctx, ns, []string{
+	cmds := []string{
 		"link set lo up",
 		fmt.Sprintf("addr add %s/24 dev %s", p.ExternalIP(), nodeUplink),
 		fmt.Sprintf("addr add %s/24 dev %s", p.ExternalViaGatewayIP(), nodeUplink),
 		"link set " + nodeUplink + " up",
-	}); err != nil {
+	}
+	// Its IPv6 addresses on the nodes' /64; nodad, as for the nodes': unique by plan.
+	listen, certIPs := "0.0.0.0", []net.IP{p.ExternalIP(), p.ExternalViaGatewayIP(), net.IPv4(127, 0, 0, 1)}
+	if p.HasIPv6() {
+		cmds = append(cmds, fmt.Sprintf("addr add %s/64 dev %s nodad", p.ExternalIP6(), nodeUplink),
+			fmt.Sprintf("addr add %s/64 dev %s nodad", p.ExternalViaGatewayIP6(), nodeUplink))
+		listen, certIPs = "::", append(certIPs, p.ExternalIP6(), p.ExternalViaGatewayIP6(), net.IPv6loopback)
+	}
+	if err := ipBatch(ctx, ns, cmds); err != nil {
 		return err
 	}
 	policy := egressGatewayPolicy(ac.dp, s)
@@ -116,12 +141,12 @@ func setupExternal(ctx context.Context, ac *actionContext) error {
 	}
 	// Runs reach the agent over HTTPS, as a user's agent should be reached, so the egress
 	// tests cover that path; the certificate names every address a run reaches it by.
-	cert, key, err := issueCert(ac.layout, s.Name, externalCert, p.ExternalIP(), p.ExternalViaGatewayIP(), net.IPv4(127, 0, 0, 1))
+	cert, key, err := issueCert(ac.layout, s.Name, externalCert, certIPs...)
 	if err != nil {
 		return fmt.Errorf("the external host's agent: %w", err)
 	}
 	r, err := ac.procs.start(daemon{name: "ext-agent", netns: ns, cgroup: s.CgroupRoot() + "/ext",
-		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort("0.0.0.0", fmt.Sprint(external.DefaultServePort)),
+		argv: agentcmd.ServeCmd{Self: self, Listen: net.JoinHostPort(listen, fmt.Sprint(external.DefaultServePort)),
 			TokenFile: tokenFile, TLSCert: cert, TLSKey: key}.Argv()})
 	if err != nil {
 		return err
@@ -135,7 +160,7 @@ func setupExternal(ctx context.Context, ac *actionContext) error {
 	}); err != nil {
 		return err
 	}
-	ac.spec.HasExternal = true
+	ac.spec.HasExternal, ac.spec.External6 = true, p.HasIPv6()
 	return ac.save()
 }
 
@@ -160,39 +185,66 @@ func labelGatewayNode(ctx context.Context, ac *actionContext) error {
 }
 
 // setupNodeEgress gives node i the egress every cluster of the field has, whatever its
-// datapath: pods' traffic to the external host leaves with the node's address (datapaths that
-// masquerade already did it; the bridge datapath does not), and traffic to the gateway address
-// goes to the gateway node, which SNATs it to its own. Redirects are off: the gateway sends
-// packets back out of the interface they came in by, which would otherwise tell the client's
-// node to bypass it. plainGateway says whether cnibench makes the gateway (the datapath has
-// none of its own).
+// datapath (nodeEgress says what it is).
 func setupNodeEgress(ctx context.Context, s Spec, i int, plainGateway bool) error {
-	p := s.Plan()
 	ns := s.NodeNetns(i)
-	rules := []string{fmt.Sprintf("oifname %q ip saddr %s ip daddr %s masquerade", nodeUplink, p.ClusterCIDR(), p.ExternalIP())}
-	g := s.GatewayNode()
-	if g == i && plainGateway {
-		rules = append(rules, fmt.Sprintf("oifname %q ip daddr %s masquerade", nodeUplink, p.ExternalViaGatewayIP()))
-	}
+	rules, routes, sysctls := nodeEgress(s, i, plainGateway)
 	if err := nftIn(ctx, ns, egressRuleset(rules)); err != nil {
 		return err
 	}
-	if g > 0 && g != i && plainGateway {
-		if err := ipBatch(ctx, ns, []string{fmt.Sprintf("route add %s/32 via %s dev %s", p.ExternalViaGatewayIP(), p.NodeIP(g), nodeUplink)}); err != nil {
+	if len(routes) > 0 {
+		if err := ipBatch(ctx, ns, routes); err != nil {
 			return err
 		}
 	}
-	return sysctlIn(ctx, ns, map[string]string{
+	return sysctlIn(ctx, ns, sysctls)
+}
+
+// nodeEgress is node i's egress, in both families the cluster has: pods' traffic to the
+// external host leaves with the node's address (datapaths that masquerade already did it; the
+// bridge datapath does not), and traffic to the gateway address goes to the gateway node,
+// which SNATs it to its own. Redirects are off: the gateway sends packets back out of the
+// interface they came in by, which would otherwise tell the client's node to bypass it.
+// plainGateway says whether cnibench makes the gateway (the datapath has none of its own).
+func nodeEgress(s Spec, i int, plainGateway bool) (rules, routes []string, sysctls map[string]string) {
+	p := s.Plan()
+	g := s.GatewayNode()
+	type family struct {
+		nft                  string // nft's address match: ip or ip6
+		pods                 *net.IPNet
+		direct, via, gateway net.IP
+		host                 string // a host route's prefix length
+	}
+	fams := []family{{"ip", p.ClusterCIDR(), p.ExternalIP(), p.ExternalViaGatewayIP(), p.NodeIP(g), "32"}}
+	sysctls = map[string]string{
 		"net.ipv4.conf.all.send_redirects":                "0",
 		"net.ipv4.conf." + nodeUplink + ".send_redirects": "0",
 		"net.ipv4.conf.all.accept_redirects":              "0",
-	})
+	}
+	if p.HasIPv6() {
+		fams = append(fams, family{"ip6", p.ClusterCIDR6(), p.ExternalIP6(), p.ExternalViaGatewayIP6(), p.NodeIP6(g), "128"})
+		// IPv6 has no switch for sending them; the receiving side ignores them instead.
+		sysctls["net.ipv6.conf.all.accept_redirects"] = "0"
+		sysctls["net.ipv6.conf."+nodeUplink+".accept_redirects"] = "0"
+	}
+	for _, f := range fams {
+		rules = append(rules, fmt.Sprintf("oifname %q %s saddr %s %s daddr %s masquerade", nodeUplink, f.nft, f.pods, f.nft, f.direct))
+		switch {
+		case !plainGateway || g == 0:
+		case g == i:
+			rules = append(rules, fmt.Sprintf("oifname %q %s daddr %s masquerade", nodeUplink, f.nft, f.via))
+		default:
+			routes = append(routes, fmt.Sprintf("route add %s/%s via %s dev %s", f.via, f.host, f.gateway, nodeUplink))
+		}
+	}
+	return rules, routes, sysctls
 }
 
-// egressRuleset is the nft script of a node's egress SNAT table.
+// egressRuleset is the nft script of a node's egress SNAT table, an inet table: its rules
+// match IPv4 and IPv6 each by their own address family.
 func egressRuleset(rules []string) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "table ip %s {\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n", egressTable)
+	fmt.Fprintf(&b, "table inet %s {\n\tchain postrouting {\n\t\ttype nat hook postrouting priority srcnat; policy accept;\n", egressTable)
 	for _, r := range rules {
 		b.WriteString("\t\t" + r + "\n")
 	}
@@ -219,7 +271,12 @@ func egressGatewayPolicy(dp datapath.Datapath, s Spec) string {
 	if !ok || s.GatewayNode() == 0 {
 		return ""
 	}
-	return wg.EgressGatewayPolicy(p.ExternalViaGatewayIP().String()+"/32", kube.LabelEgressGateway, p.NodeIP(s.GatewayNode()).String())
+	g := datapath.EgressGateway{Destinations: []string{p.ExternalViaGatewayIP().String() + "/32"},
+		Label: kube.LabelEgressGateway, EgressIP: p.NodeIP(s.GatewayNode()).String(), Interface: nodeUplink}
+	if p.HasIPv6() {
+		g.Destinations = append(g.Destinations, p.ExternalViaGatewayIP6().String()+"/128")
+	}
+	return wg.EgressGatewayPolicy(g)
 }
 
 // applyEgressGatewayPolicy applies the datapath's policy once its CRD is served.

@@ -41,6 +41,9 @@ type Spec struct {
 	// HasExternal says the cluster has its external host and egress gateway (External); false
 	// in state written before they existed.
 	HasExternal bool
+	// External6 says the external host has its IPv6 addresses too (External.Direct6); false
+	// without IPv6, and in state written before the egress paths carried it.
+	External6 bool
 	// GatewayAPI says the cluster has the Gateway API CRDs and the tools image k6 and Traefik.
 	GatewayAPI bool
 	// EnvoyGateway says the cluster runs Envoy Gateway beside the Gateway API (its CRDs, its
@@ -69,6 +72,7 @@ type specFile struct {
 	CRI               string   `json:"cri,omitempty"`
 	Runtimes          []string `json:"runtimes,omitempty"`
 	HasExternal       bool     `json:"external,omitempty"`
+	External6         bool     `json:"external6,omitempty"`
 	GatewayAPI        bool     `json:"gatewayAPI,omitempty"`
 	EnvoyGateway      bool     `json:"envoyGateway,omitempty"`
 	// HasRegistry is the cluster's lab registry (LocalConfig.Registry).
@@ -89,7 +93,7 @@ const kubernetesBeforeChoice = "v1.34.2"
 func (s Spec) MarshalJSON() ([]byte, error) {
 	c := s.LocalConfig
 	return json.Marshal(specFile{Name: c.Name, Index: s.Index, Nodes: c.Nodes, Datapath: c.Datapath, ProxyMode: c.ProxyMode,
-		KubernetesVersion: c.Kubernetes, Cgroups: s.Cgroups, CRI: c.CRI, Runtimes: s.Runtimes, HasExternal: s.HasExternal,
+		KubernetesVersion: c.Kubernetes, Cgroups: s.Cgroups, CRI: c.CRI, Runtimes: s.Runtimes, HasExternal: s.HasExternal, External6: s.External6,
 		GatewayAPI: s.GatewayAPI, EnvoyGateway: s.EnvoyGateway, HasRegistry: c.Registry, Multus: c.Multus, MTU: c.MTU, IPFamily: c.IPFamily, ImageStore: s.ImageStore,
 		Status: s.Status, Created: s.Created, Images: s.Images})
 }
@@ -104,9 +108,9 @@ func (s *Spec) UnmarshalJSON(data []byte) error {
 		LocalConfig: lab.LocalConfig{Name: f.Name, Datapath: f.Datapath, ProxyMode: f.ProxyMode, Nodes: f.Nodes,
 			Kubernetes: cmp.Or(f.KubernetesVersion, kubernetesBeforeChoice), CRI: f.CRI, Registry: f.HasRegistry, Multus: f.Multus,
 			MTU: f.MTU, IPFamily: f.IPFamily},
-		Index: f.Index, Cgroups: f.Cgroups, Runtimes: f.Runtimes, HasExternal: f.HasExternal, GatewayAPI: f.GatewayAPI,
-		EnvoyGateway: f.EnvoyGateway,
-		ImageStore:   f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
+		Index: f.Index, Cgroups: f.Cgroups, Runtimes: f.Runtimes, HasExternal: f.HasExternal, External6: f.External6,
+		GatewayAPI: f.GatewayAPI, EnvoyGateway: f.EnvoyGateway,
+		ImageStore: f.ImageStore, Status: f.Status, Created: f.Created, Images: f.Images,
 	}
 	return nil
 }

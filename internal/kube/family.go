@@ -19,7 +19,7 @@ import (
 func NodeFamilies(n corev1.Node) []string {
 	var out []string
 	for _, ip := range internalIPs(n) {
-		if f := familyOf(ip); f != "" && !slices.Contains(out, f) {
+		if f := FamilyOf(ip); f != "" && !slices.Contains(out, f) {
 			out = append(out, f)
 		}
 	}
@@ -37,8 +37,8 @@ func internalIPs(n corev1.Node) []string {
 	return out
 }
 
-// familyOf is an address's family, "" for no address.
-func familyOf(addr string) string {
+// FamilyOf is an address's family, lab.IPv4 or lab.IPv6; "" for no address (a name).
+func FamilyOf(addr string) string {
 	ip, err := netip.ParseAddr(addr)
 	switch {
 	case err != nil:
@@ -79,7 +79,7 @@ func (f *Fixture) Family() string {
 	}
 	for _, pods := range f.Pods {
 		for _, p := range pods {
-			if fam := familyOf(p.Status.PodIP); fam != "" {
+			if fam := FamilyOf(p.Status.PodIP); fam != "" {
 				return fam
 			}
 		}

@@ -42,7 +42,7 @@ func (c *Client) Fingerprint(ctx context.Context, f *Fixture, known map[string]s
 	fp["kube_proxy_mode"] = c.DetectProxyMode(ctx)
 	// The family of the run's own Service: with none asked, the cluster's primary Service range.
 	if len(f.ServiceIPs) > 0 && f.ServiceIPs[0] != "" {
-		fp["service_ip_family"] = familyOf(f.ServiceIPs[0])
+		fp["service_ip_family"] = FamilyOf(f.ServiceIPs[0])
 	}
 	// The host client's sysctls are its node's: recorded, never changed.
 	if p := f.Pod(RoleClient, 0); p != nil {

@@ -163,7 +163,7 @@ func podIPOf(p *corev1.Pod, family string) string {
 		return p.Status.PodIP
 	}
 	for _, a := range p.Status.PodIPs {
-		if familyOf(a.IP) == family {
+		if FamilyOf(a.IP) == family {
 			return a.IP
 		}
 	}

@@ -143,7 +143,7 @@ func (c *Client) nodeIP(ctx context.Context, name, family string) string {
 		return ""
 	}
 	for _, ip := range internalIPs(*n) {
-		if familyOf(ip) == family {
+		if FamilyOf(ip) == family {
 			return ip
 		}
 	}

@@ -59,7 +59,7 @@ func (f *Fixture) SecondaryIP(role string, pair int) string {
 			continue
 		}
 		for _, ip := range st.IPs {
-			if f.Spec.Family == "" || familyOf(ip) == f.Spec.Family {
+			if f.Spec.Family == "" || FamilyOf(ip) == f.Spec.Family {
 				return ip
 			}
 		}

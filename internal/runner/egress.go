@@ -1,6 +1,7 @@
 package runner
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,11 +10,13 @@ import (
 	"strings"
 	"time"
 
+	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
 	"github.com/cnibench/cnibench/internal/agentcmd"
 	"github.com/cnibench/cnibench/internal/external"
 	"github.com/cnibench/cnibench/internal/kube"
+	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/setting"
 	"github.com/cnibench/cnibench/internal/suite"
 )
@@ -26,8 +29,11 @@ type externalHost struct {
 	token      string
 	caFile     string // the CA of the agent's TLS certificate, read at prepare; empty: plain HTTP
 	ca         string
-	direct     string // address the egress path targets
+	direct     string // address the egress path targets, in the target's family (ofFamily)
 	viaGateway string // address the egress-gateway path targets; empty: no gateway
+	// direct6 and viaGateway6 are the IPv6 addresses beside direct and viaGateway, until
+	// ofFamily picks the target's.
+	direct6, viaGateway6 string
 	// gatewaySource is the address the host sees through the gateway, found at prepare.
 	gatewaySource, gatewayNode string
 	// ports are the external servers' ports, by the run's server index, then pair.
@@ -57,6 +63,10 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 		return fmt.Errorf("paths %s: %w", strings.Join(paths, ", "), &setting.Error{Name: "external",
 			Want: "the target has no external host: a local cluster created by an older cnibench has none (delete it), a remote one needs its HOST:PORT here or the target's external.address (a machine running `cnibench agent serve`)"})
 	}
+	ext, err := ext.ofFamily(tg.fixture.Family())
+	if err != nil {
+		return fmt.Errorf("paths %s: %w", strings.Join(paths, ", "), err)
+	}
 	token, err := external.ReadToken(ext.tokenFile)
 	if err != nil {
 		return fmt.Errorf("paths %s: the external host's agent: %w", strings.Join(paths, ", "), &setting.Error{Name: "externalTokenFile",
@@ -74,7 +84,7 @@ func (r *run) prepareExternal(ctx context.Context, tg *target, ext *externalHost
 		if ext.viaGateway == "" {
 			return fmt.Errorf("path egress-gateway: %w", &setting.Error{Name: "externalGatewayAddress", Want: "the target has no gateway address: a local cluster needs at least 2 nodes, a remote one this address (or external.gatewayAddress)"})
 		}
-		node, src, err := gatewayOf(ctx, tg.client)
+		node, src, err := gatewayOf(ctx, tg.client, tg.fixture.Family())
 		if err != nil {
 			return fmt.Errorf("path egress-gateway: %w", err)
 		}
@@ -140,8 +150,9 @@ func (r *run) stopExternalServers(ctx context.Context, tg *target) error {
 }
 
 // gatewayOf finds the node labelled as the egress gateway and the address the external host
-// sees its traffic come from: the label's value when it is an IP, otherwise its InternalIP.
-func gatewayOf(ctx context.Context, c *kube.Client) (node, source string, err error) {
+// sees its traffic of family come from: the label's value when it is an IP of that family,
+// otherwise its InternalIP of that family.
+func gatewayOf(ctx context.Context, c *kube.Client, family string) (node, source string, err error) {
 	list, err := c.CS.CoreV1().Nodes().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelEgressGateway})
 	if err != nil {
 		return "", "", fmt.Errorf("list nodes labelled %s: %w", kube.LabelEgressGateway, err)
@@ -150,15 +161,15 @@ func gatewayOf(ctx context.Context, c *kube.Client) (node, source string, err er
 		return "", "", fmt.Errorf("expected one node labelled %s (value: the address the external host sees, or true for its InternalIP), found %d", kube.LabelEgressGateway, len(list.Items))
 	}
 	n := list.Items[0]
-	if v := n.Labels[kube.LabelEgressGateway]; net.ParseIP(v) != nil {
+	if v := n.Labels[kube.LabelEgressGateway]; kube.FamilyOf(v) == family {
 		return n.Name, v, nil
 	}
 	for _, a := range n.Status.Addresses {
-		if a.Type == "InternalIP" {
+		if a.Type == "InternalIP" && kube.FamilyOf(a.Address) == family {
 			return n.Name, a.Address, nil
 		}
 	}
-	return "", "", fmt.Errorf("node %s has no InternalIP", n.Name)
+	return "", "", fmt.Errorf("node %s has no InternalIP of %s", n.Name, family)
 }
 
 // target is the external address a path's clients connect to.
@@ -180,7 +191,7 @@ func (r *run) proveSource(ctx context.Context, tg *target, path string, ends []p
 	checked := map[string]bool{}
 	for i, e := range ends {
 		pod := tg.fixture.Pod(kube.RoleClient, i)
-		node := pod.Status.HostIP
+		node := hostIPOf(pod, tg.fixture.Family())
 		if checked[node] {
 			continue
 		}
@@ -211,6 +222,45 @@ func checkSource(path, got, want, what string) error {
 	return nil
 }
 
+// hostIPOf is a pod's node's address of family, as the pod's status gives it: the node's
+// address its traffic of that family leaves with.
+func hostIPOf(pod *corev1.Pod, family string) string {
+	for _, ip := range pod.Status.HostIPs {
+		if kube.FamilyOf(ip.IP) == family {
+			return ip.IP
+		}
+	}
+	return pod.Status.HostIP
+}
+
+// ofFamily is the external host as a target of family reaches it: its addresses of that
+// family, and its agent at the direct one (a remote host's agent at its address, when that is
+// a name). A host without an address of the family is refused, naming the setting.
+func (e externalHost) ofFamily(family string) (*externalHost, error) {
+	pick := func(v4, v6 string) string {
+		switch {
+		case family == lab.IPv6 && v6 != "":
+			return v6
+		case family == lab.IPv6 && kube.FamilyOf(v4) == "":
+			return v4 // a name: the pod's resolver picks
+		case family != lab.IPv6:
+			return v4
+		}
+		return ""
+	}
+	direct := pick(e.direct, e.direct6)
+	if direct == "" {
+		other := cmp.Or(e.direct, e.direct6)
+		return nil, &setting.Error{Name: "external", Want: fmt.Sprintf("an external host with an %s address for the target's %s traffic; it has %s only (a local cluster's external host has IPv6 addresses when the cluster has IPv6 and was created by this cnibench: delete an older one; a remote target's external.address is of one family)", family, family, other)}
+	}
+	e.viaGateway = pick(e.viaGateway, e.viaGateway6)
+	if kube.FamilyOf(direct) != "" {
+		e.control = net.JoinHostPort(direct, portOf(e.control))
+	}
+	e.direct, e.direct6, e.viaGateway6 = direct, "", ""
+	return &e, nil
+}
+
 // portOf is the port of a host:port.
 func portOf(hostPort string) string {
 	_, port, _ := net.SplitHostPort(hostPort)
@@ -222,6 +272,6 @@ func externalHostOf(e *External) *externalHost {
 	if e == nil {
 		return nil
 	}
-	return &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, gatewayNode: e.GatewayNode,
-		tokenFile: e.TokenFile, caFile: e.CAFile}
+	return &externalHost{control: e.Control, direct: e.Direct, viaGateway: e.ViaGateway, direct6: e.Direct6, viaGateway6: e.ViaGateway6,
+		gatewayNode: e.GatewayNode, tokenFile: e.TokenFile, caFile: e.CAFile}
 }

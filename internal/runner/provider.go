@@ -51,8 +51,10 @@ type Provided struct {
 // runs their servers and reports the source address each client's traffic arrives with.
 type External struct {
 	Control    string // host:port of its agent
-	Direct     string // address the egress path targets
+	Direct     string // address the egress path targets (IPv4, or a name)
 	ViaGateway string // address the egress-gateway path targets; empty: no gateway
+	// Direct6 and ViaGateway6 are the same over IPv6; empty where the host has none.
+	Direct6, ViaGateway6 string
 	// GatewayNode is the cluster's egress gateway node where the provider knows it; empty:
 	// found from the node's label at prepare.
 	GatewayNode string
@@ -208,9 +210,21 @@ func (p *remoteProvider) Ensure(context.Context) (Provided, error) {
 		Why: "a remote cluster needs the target's secondaryNetwork (--secondary-network): the NetworkAttachmentDefinition its pods ask for, NAMESPACE/NAME"}
 	if e := p.target.External; e != nil {
 		host, _, _ := net.SplitHostPort(e.Address) // validated
-		got.External = &External{Control: e.Address, Direct: host, ViaGateway: e.GatewayAddress, TokenFile: e.TokenFile, CAFile: e.CAFile}
+		got.External = &External{Control: e.Address, TokenFile: e.TokenFile, CAFile: e.CAFile}
+		// A user's host serves the family of its addresses; a name, whichever the pods resolve.
+		got.External.Direct, got.External.Direct6 = byFamily(host)
+		got.External.ViaGateway, got.External.ViaGateway6 = byFamily(e.GatewayAddress)
 	}
 	return got, nil
+}
+
+// byFamily places a user's address by its family: an IPv6 address second, anything else (an
+// IPv4 address, a name the pods resolve, or none) first.
+func byFamily(addr string) (v4, v6 string) {
+	if kube.FamilyOf(addr) == lab.IPv6 {
+		return "", addr
+	}
+	return addr, ""
 }
 
 func (*remoteProvider) ReleasesObjects() bool         { return false }

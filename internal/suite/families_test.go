@@ -64,7 +64,7 @@ func TestFamiliesValidation(t *testing.T) {
 	for yaml, want := range map[string]string{
 		`families: [ipv4, ipv4]`: "families[1]: ipv4 is listed twice",
 		`families: [inet6]`:      `families[0]: "inet6": expected ipv4 or ipv6`,
-		"families: [ipv6]\npaths: [egress]\nworkloads: [{kind: tcp-stream}]":                                                      "paths[0]: egress: the egress paths reach an external host over IPv4 only",
+		"families: [ipv6]\npaths: [gateway]\nworkloads: [{kind: gateway-split}]":                                                  "paths[0]: gateway: the Gateway API split is measured over IPv4 only",
 		"families: [ipv6]\nworkloads: [{kind: tcp-rr, size: 64, tool: sockperf}]":                                                 "workloads[0].tool: sockperf cannot carry IPv6; expected tool: cnibench",
 		"targets: [{name: a, local: {ipFamily: ipv4}, families: [ipv4, ipv6]}]":                                                   "targets[0].families: target a's local cluster is ipv4 (local.ipFamily): expected ipv6 or dual there",
 		"targets: [{name: a, local: {datapath: cilium-kpr, ipFamily: ipv6}}]":                                                     `ipFamily: "ipv6": datapath cilium-kpr needs IPv4 beside IPv6`,
@@ -75,6 +75,10 @@ func TestFamiliesValidation(t *testing.T) {
 		if err == nil || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: error %v, want %q", yaml, err, want)
 		}
+	}
+	// The egress paths carry both families.
+	if _, err := Parse([]byte("families: [ipv4, ipv6]\npaths: [egress, egress-gateway]\nworkloads: [{kind: tcp-stream}]")); err != nil {
+		t.Errorf("the egress paths over both families: %v", err)
 	}
 	// A remote cluster's families are checked against its Nodes when the run starts.
 	if _, err := Parse([]byte("targets: [{name: r, kubeconfig: /k}]\nfamilies: [ipv6]\nworkloads: [{kind: tcp-stream}]")); err != nil {

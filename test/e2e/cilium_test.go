@@ -65,39 +65,7 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 			}
 		}
 	})
-	t.Run("mode devices and routes", func(t *testing.T) {
-		p := spec.Plan()
-		links, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "-o", "link", "show")
-		routes, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "route", "show")
-		hasVXLAN := strings.Contains(links, "cilium_vxlan")
-		peerRoute := p.PodCIDR(2).String() + " via " + p.NodeIP(2).String()
-		switch dp {
-		case "cilium-vxlan":
-			if !hasVXLAN {
-				t.Errorf("no cilium_vxlan device in node1:\n%s", links)
-			}
-		case "cilium-native", "cilium-kpr":
-			// Pods cross nodes natively either way; the kpr deployment's egress gateway
-			// carries traffic to the gateway node in Cilium's VXLAN tunnel, which it creates
-			// whatever the routing mode (pkg/egressgateway enables the tunnel).
-			if wantVXLAN := dp == "cilium-kpr"; hasVXLAN != wantVXLAN {
-				t.Errorf("native routing with egress gateway %v, yet cilium_vxlan present %v in node1:\n%s", wantVXLAN, hasVXLAN, links)
-			}
-			if !strings.Contains(routes, peerRoute) {
-				t.Errorf("node1 has no direct route %q:\n%s", peerRoute, routes)
-			}
-		}
-		if !strings.Contains(links, "cilium_host") {
-			t.Errorf("no cilium_host device in node1:\n%s", links)
-		}
-		// Native routing's direct routes take IPv6 too, between the nodes' IPv6 addresses.
-		if spec.IPFamily == lab.DualStack && dp != "cilium-vxlan" {
-			routes6, _ := runCmd(ctx, "ip", "-6", "-n", spec.NodeNetns(1), "route", "show")
-			if want := p.PodCIDR6(2).String() + " via " + p.NodeIP6(2).String(); !strings.Contains(routes6, want) {
-				t.Errorf("node1 has no direct IPv6 route %q:\n%s", want, routes6)
-			}
-		}
-	})
+	t.Run("mode devices and routes", func(t *testing.T) { checkCiliumRoutes(ctx, t, dp, spec) })
 
 	w := newWorkload(ctx, t, name)
 	t.Run("workload", func(t *testing.T) { w.run() })
@@ -107,9 +75,7 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 	checkDualStack(t, w, spec)
 	if dp == "cilium-kpr" {
 		// After the workload, whose pods are on both nodes.
-		t.Run("kube-proxy replaced: no kube-proxy, socket LB on the nodes' cgroups only", func(t *testing.T) {
-			checkKPR(ctx, t, spec, stateDir, host.rootPrograms)
-		})
+		checkKPRDeployment(ctx, t, spec, stateDir, host)
 	}
 
 	t.Run("pods are cilium endpoints", func(t *testing.T) {
@@ -137,6 +103,43 @@ func checkCilium(ctx context.Context, t *testing.T, dp, name string, host hostSt
 		w.networkPolicy(t)
 	})
 
+}
+
+// checkCiliumRoutes checks a Cilium cluster's devices and routes on node1 for its mode: the
+// VXLAN device where it tunnels (and with cilium-kpr's egress gateway), direct routes to the
+// other node's pods where it routes natively, in both families on a dual-stack cluster.
+func checkCiliumRoutes(ctx context.Context, t *testing.T, dp string, spec cluster.Spec) {
+	p := spec.Plan()
+	links, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "-o", "link", "show")
+	routes, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "route", "show")
+	hasVXLAN := strings.Contains(links, "cilium_vxlan")
+	peerRoute := p.PodCIDR(2).String() + " via " + p.NodeIP(2).String()
+	switch dp {
+	case "cilium-vxlan":
+		if !hasVXLAN {
+			t.Errorf("no cilium_vxlan device in node1:\n%s", links)
+		}
+	case "cilium-native", "cilium-kpr":
+		// Pods cross nodes natively either way; the kpr deployment's egress gateway
+		// carries traffic to the gateway node in Cilium's VXLAN tunnel, which it creates
+		// whatever the routing mode (pkg/egressgateway enables the tunnel).
+		if wantVXLAN := dp == "cilium-kpr"; hasVXLAN != wantVXLAN {
+			t.Errorf("native routing with egress gateway %v, yet cilium_vxlan present %v in node1:\n%s", wantVXLAN, hasVXLAN, links)
+		}
+		if !strings.Contains(routes, peerRoute) {
+			t.Errorf("node1 has no direct route %q:\n%s", peerRoute, routes)
+		}
+	}
+	if !strings.Contains(links, "cilium_host") {
+		t.Errorf("no cilium_host device in node1:\n%s", links)
+	}
+	// Native routing's direct routes take IPv6 too, between the nodes' IPv6 addresses.
+	if spec.IPFamily == lab.DualStack && dp != "cilium-vxlan" {
+		routes6, _ := runCmd(ctx, "ip", "-6", "-n", spec.NodeNetns(1), "route", "show")
+		if want := p.PodCIDR6(2).String() + " via " + p.NodeIP6(2).String(); !strings.Contains(routes6, want) {
+			t.Errorf("node1 has no direct IPv6 route %q:\n%s", want, routes6)
+		}
+	}
 }
 
 // ciliumHostPaths are where cilium-agent puts its files when it owns a host; none may appear.

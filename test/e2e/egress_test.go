@@ -24,18 +24,19 @@ import (
 const egressCluster = "egr"
 
 // trafficSuite is the traffic-engineering study's egress in short: a pod to the external host
-// directly and through the gateway node.
+// directly and through the gateway node, over IPv4 and IPv6 (the cluster is dual-stack).
 const trafficSuite = `
 targets:
   - name: bridge
     local: {cluster: egr, datapath: bridge}
+families: [ipv4, ipv6]
 paths: [egress, egress-gateway]
 workloads:
   - {kind: tcp-stream, streams: 1}
   - {kind: tcp-rr, size: 64}
   - {kind: tcp-crr, size: 64}
 repetitions: 2
-duration: 5s
+duration: 3s
 warmup: off
 `
 
@@ -69,8 +70,9 @@ duration: 1s
 warmup: off
 `
 
-// TestTrafficEngineering creates a cluster with its external host, the Gateway API and Envoy
-// Gateway, measures both egress paths with the source address proved before every sample,
+// TestTrafficEngineering creates a dual-stack cluster with its external host, the Gateway API
+// and Envoy Gateway, measures both egress paths in both families with the source address
+// proved before every sample,
 // then a weighted split through Traefik and through Envoy Gateway in one run, then breaks the egress gateway (the client's node sends the
 // gateway's traffic out itself, SNATed to its own address) and expects every egress-gateway
 // sample to fail on the proof. The external namespace goes with the cluster.
@@ -82,14 +84,14 @@ func TestTrafficEngineering(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 	defer forceDelete(egressCluster)
-	createCluster(ctx, t, "--name", egressCluster, "--envoy-gateway")
+	createCluster(ctx, t, "--name", egressCluster, "--envoy-gateway", "--ip-family", lab.DualStack)
 	spec, err := cluster.DefaultLayout().ReadSpec(egressCluster)
 	if err != nil {
 		t.Fatal(err)
 	}
 	ext, ok := spec.External()
-	if !ok || ext.GatewayNode != "node2" || !spec.GatewayAPI || !spec.EnvoyGateway {
-		t.Fatalf("external host %+v, %v, Gateway API %v, Envoy Gateway %v; want one with gateway node2, and both", ext, ok, spec.GatewayAPI, spec.EnvoyGateway)
+	if !ok || ext.GatewayNode != "node2" || ext.ViaGateway6 == "" || !spec.GatewayAPI || !spec.EnvoyGateway {
+		t.Fatalf("external host %+v, %v, Gateway API %v, Envoy Gateway %v; want one with gateway node2 in both families, and both", ext, ok, spec.GatewayAPI, spec.EnvoyGateway)
 	}
 	c, err := kube.Connect(cluster.DefaultLayout().Kubeconfig(egressCluster), "")
 	if err != nil {
@@ -108,21 +110,32 @@ func TestTrafficEngineering(t *testing.T) {
 	if err != nil {
 		t.Fatalf("run: %v\n%s", err, out)
 	}
-	doc := summaryOf(t, out, 1)
+	doc := summaryOf(t, out, 2)
 	p := spec.Plan()
-	if got, want := doc.Targets[0].Fingerprint["egress_gateway"], "node2 (SNAT to "+p.NodeIP(2).String()+")"; got != want {
-		t.Errorf("fingerprint egress_gateway %q, want %q", got, want)
+	// Each family's samples went to the host's address of that family, through the gateway's
+	// address of that family: the proof before every sample compared the source with it.
+	wantTargets := map[string][2]string{
+		"bridge.ipv4": {ext.Direct, p.NodeIP(2).String()},
+		"bridge.ipv6": {ext.Direct6, p.NodeIP6(2).String()},
+	}
+	for _, tg := range doc.Targets {
+		w, ok := wantTargets[tg.Name]
+		if got := tg.Fingerprint["egress_gateway"]; !ok || got != "node2 (SNAT to "+w[1]+")" || tg.Fingerprint["external_host"] != w[0] {
+			t.Errorf("target %s: fingerprint egress_gateway %q, external_host %q; want node2 (SNAT to %s) and %s", tg.Name, got, tg.Fingerprint["external_host"], w[1], w[0])
+		}
 	}
 	measured := map[string]float64{}
 	for _, r := range doc.Rows {
 		if r.N == 2 && (r.Metric == "throughput_gbps" || r.Metric == "latency_p50_us" || r.Metric == "connections_per_s") {
-			measured[r.Path+" "+r.Metric] = r.Mean
+			measured[r.Target+" "+r.Path+" "+r.Metric] = r.Mean
 		}
 	}
-	for _, path := range []string{"egress", "egress-gateway"} {
-		for _, m := range []string{"throughput_gbps", "latency_p50_us", "connections_per_s"} {
-			if measured[path+" "+m] <= 0 {
-				t.Errorf("%s %s not measured: %v", path, m, measured)
+	for tg := range wantTargets {
+		for _, path := range []string{"egress", "egress-gateway"} {
+			for _, m := range []string{"throughput_gbps", "latency_p50_us", "connections_per_s"} {
+				if measured[tg+" "+path+" "+m] <= 0 {
+					t.Errorf("%s %s %s not measured: %v", tg, path, m, measured)
+				}
 			}
 		}
 	}
@@ -150,7 +163,7 @@ func TestTrafficEngineering(t *testing.T) {
 	if out, err := runCmd(ctx, "ip", "-n", node1, "route", "del", ext.ViaGateway+"/32"); err != nil {
 		t.Fatalf("remove the gateway route: %v\n%s", err, out)
 	}
-	if out, err := runCmd(ctx, "ip", "netns", "exec", node1, "nft", "add", "rule", "ip", "cnb_egress", "postrouting",
+	if out, err := runCmd(ctx, "ip", "netns", "exec", node1, "nft", "add", "rule", "inet", "cnb_egress", "postrouting",
 		"oifname", "eth0", "ip", "daddr", ext.ViaGateway, "masquerade"); err != nil {
 		t.Fatalf("masquerade on the client's node: %v\n%s", err, out)
 	}

@@ -5,6 +5,7 @@ package e2e
 import (
 	"bufio"
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -103,4 +104,57 @@ func podCgroup(t *testing.T, root string, spec cluster.Spec, i int) string {
 	}
 	t.Fatalf("no process of a pod on %s (cgroup2 %s...)", spec.NodeName(i), prefix)
 	return ""
+}
+
+// checkKPRDeployment runs what only the cilium-kpr deployment has: kube-proxy replaced, and
+// Cilium's own egress gateway.
+func checkKPRDeployment(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, host hostState) {
+	t.Run("kube-proxy replaced: no kube-proxy, socket LB on the nodes' cgroups only", func(t *testing.T) {
+		checkKPR(ctx, t, spec, stateDir, host.rootPrograms)
+	})
+	t.Run("egress through Cilium's gateway in both families", func(t *testing.T) { checkCiliumEgress(ctx, t, spec) })
+}
+
+// ciliumEgressSuite measures both egress paths of a cilium-kpr cluster in both families,
+// briefly: the source proof before each sample is the check, the figures its by-product.
+const ciliumEgressSuite = `
+targets:
+  - name: kpr
+    local: {cluster: %s, datapath: cilium-kpr, ipFamily: dual}
+families: [ipv4, ipv6]
+paths: [egress, egress-gateway]
+workloads:
+  - {kind: tcp-rr, size: 64}
+repetitions: 2
+duration: 2s
+warmup: off
+`
+
+// checkCiliumEgress runs ciliumEgressSuite on a dual-stack cilium-kpr cluster: the
+// CiliumEgressGatewayPolicy must take each family's traffic for the gateway address out
+// through the gateway node, SNATed to its address of that family (an IPv6 source Cilium takes
+// from the interface the policy names), and the direct path must leave by the client's node.
+func checkCiliumEgress(ctx context.Context, t *testing.T, spec cluster.Spec) {
+	dir := t.TempDir()
+	doc := runSuiteOn(ctx, t, fmt.Sprintf(ciliumEgressSuite, spec.Name), filepath.Join(dir, "egress.yaml"), filepath.Join(dir, "egress.db"))
+	p := spec.Plan()
+	want := map[string]string{"kpr.ipv4": p.NodeIP(2).String(), "kpr.ipv6": p.NodeIP6(2).String()}
+	for _, tg := range doc.Targets {
+		if got := tg.Fingerprint["egress_gateway"]; got != "node2 (SNAT to "+want[tg.Name]+")" || tg.Fingerprint["egress_gateway_impl"] != "CiliumEgressGatewayPolicy" {
+			t.Errorf("target %s: egress_gateway %q by %q, want node2 (SNAT to %s) by CiliumEgressGatewayPolicy", tg.Name, got, tg.Fingerprint["egress_gateway_impl"], want[tg.Name])
+		}
+	}
+	measured := map[string]bool{}
+	for _, r := range doc.Rows {
+		if r.Metric == "latency_p50_us" && r.N == 2 && r.Mean > 0 {
+			measured[r.Target+" "+r.Path] = true
+		}
+	}
+	for tg := range want {
+		for _, path := range []string{"egress", "egress-gateway"} {
+			if !measured[tg+" "+path] {
+				t.Errorf("%s %s: no sample passed its source proof (measured: %v)", tg, path, measured)
+			}
+		}
+	}
 }

@@ -378,10 +378,23 @@ func (d Cilium) serviceArgs() []string {
 }
 
 // EgressGatewayPolicy implements WithEgressGateway: a CiliumEgressGatewayPolicy for every pod,
-// with kube-proxy replacement (the deployment that has BPF masquerading); "" without.
-func (d Cilium) EgressGatewayPolicy(destination, label, egressIP string) string {
+// with kube-proxy replacement (the deployment that has BPF masquerading); "" without. Cilium
+// takes the gateway's IPv6 source only from an interface (an egressIP is IPv4 alone), so a
+// policy with an IPv6 destination names the interface, whose first address of each family the
+// traffic leaves with.
+func (d Cilium) EgressGatewayPolicy(g EgressGateway) string {
 	if !d.KPR {
 		return ""
+	}
+	via := fmt.Sprintf("egressIP: %q", g.EgressIP)
+	for _, c := range g.Destinations {
+		if strings.Contains(c, ":") {
+			via = fmt.Sprintf("interface: %q", g.Interface)
+		}
+	}
+	quoted := make([]string, len(g.Destinations))
+	for i, c := range g.Destinations {
+		quoted[i] = strconv.Quote(c)
 	}
 	return fmt.Sprintf(`apiVersion: cilium.io/v2
 kind: CiliumEgressGatewayPolicy
@@ -390,12 +403,12 @@ metadata:
 spec:
   selectors:
     - podSelector: {}
-  destinationCIDRs: [%q]
+  destinationCIDRs: [%s]
   egressGateway:
     nodeSelector:
       matchLabels: {%q: "true"}
-    egressIP: %q
-`, destination, label, egressIP)
+    %s
+`, strings.Join(quoted, ", "), g.Label, via)
 }
 
 // operatorArgv is the operator's command line: it creates Cilium's CRDs and garbage-collects

@@ -254,15 +254,28 @@ func TestCiliumKPR(t *testing.T) {
 }
 
 func TestCiliumEgressGatewayOnlyWithKPR(t *testing.T) {
-	if p := (Cilium{}).EgressGatewayPolicy("10.0.0.201/32", "l", "10.0.0.12"); p != "" {
+	g := EgressGateway{Destinations: []string{"10.0.0.201/32"}, Label: "cnibench.dev/egress-gateway", EgressIP: "10.0.0.12", Interface: "eth0"}
+	if p := (Cilium{}).EgressGatewayPolicy(g); p != "" {
 		t.Errorf("cilium-vxlan has an egress gateway policy:\n%s", p)
 	}
 	kpr := Cilium{KPR: true}
-	p := kpr.EgressGatewayPolicy("10.0.0.201/32", "cnibench.dev/egress-gateway", "10.0.0.12")
+	p := kpr.EgressGatewayPolicy(g)
 	for _, want := range []string{"kind: CiliumEgressGatewayPolicy", `destinationCIDRs: ["10.0.0.201/32"]`, `matchLabels: {"cnibench.dev/egress-gateway": "true"}`, `egressIP: "10.0.0.12"`} {
 		if !strings.Contains(p, want) {
 			t.Errorf("policy lacks %q:\n%s", want, p)
 		}
+	}
+	// Cilium reads an egressIP as IPv4 only: with an IPv6 destination the policy names the
+	// interface, whose addresses of both families the gateway SNATs to.
+	g.Destinations = append(g.Destinations, "fdcb:0:200::201/128")
+	p = kpr.EgressGatewayPolicy(g)
+	for _, want := range []string{`destinationCIDRs: ["10.0.0.201/32", "fdcb:0:200::201/128"]`, `interface: "eth0"`} {
+		if !strings.Contains(p, want) {
+			t.Errorf("dual-stack policy lacks %q:\n%s", want, p)
+		}
+	}
+	if strings.Contains(p, "egressIP") {
+		t.Errorf("dual-stack policy names an egressIP, which Cilium takes for IPv4 alone:\n%s", p)
 	}
 	if !slices.Contains(kpr.serviceArgs(), "--enable-egress-gateway=true") || slices.Contains(Cilium{}.serviceArgs(), "--enable-egress-gateway=true") {
 		t.Error("the agent enables the egress gateway exactly with kube-proxy replacement")

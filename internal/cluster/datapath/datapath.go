@@ -129,10 +129,23 @@ type WithBinaries interface {
 // cluster then applies the manifest EgressGatewayPolicy returns instead of routing the external
 // host's gateway address to the gateway node and SNATing it there with nftables.
 type WithEgressGateway interface {
-	// EgressGatewayPolicy is the policy that sends pods' traffic to destination (a CIDR) out
-	// through the nodes labelled label=true, SNATed to egressIP; "" when this deployment of
-	// the datapath has no egress gateway.
-	EgressGatewayPolicy(destination, label, egressIP string) string
+	// EgressGatewayPolicy is the policy that sends pods' traffic to g's destinations out
+	// through the nodes labelled g.Label=true, SNATed to the gateway's address; "" when this
+	// deployment of the datapath has no egress gateway.
+	EgressGatewayPolicy(g EgressGateway) string
+}
+
+// EgressGateway is what an egress gateway policy routes, and where to.
+type EgressGateway struct {
+	// Destinations are the CIDRs the policy covers: one per family the cluster has.
+	Destinations []string
+	// Label is the label (set to "true") of the gateway node.
+	Label string
+	// EgressIP is the gateway's IPv4 address, the source its traffic leaves with.
+	EgressIP string
+	// Interface is the gateway's interface holding EgressIP and, on a cluster with IPv6, the
+	// IPv6 address the traffic of that family leaves with.
+	Interface string
 }
 
 // WithFingerprint is implemented by datapaths that can describe themselves for a benchmark

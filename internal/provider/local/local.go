@@ -133,7 +133,8 @@ func (p *Provider) provided(spec cluster.Spec) (runner.Provided, error) {
 		got.Secondary.Network = lab.SecondaryNetwork
 	}
 	if e, ok := spec.External(); ok {
-		got.External = &runner.External{Control: e.Control, Direct: e.Direct, ViaGateway: e.ViaGateway, GatewayNode: e.GatewayNode,
+		got.External = &runner.External{Control: e.Control, Direct: e.Direct, ViaGateway: e.ViaGateway,
+			Direct6: e.Direct6, ViaGateway6: e.ViaGateway6, GatewayNode: e.GatewayNode,
 			TokenFile: p.Layout.ExternalTokenFile(spec.Name), CAFile: p.Layout.CAFile(spec.Name)}
 	}
 	return got, err
