@@ -102,6 +102,37 @@ func TestTrafficEngineering(t *testing.T) {
 		t.Fatalf("gateway label: %v, %+v", err, nodes)
 	}
 	dir := t.TempDir()
+	checkEgressRun(ctx, t, spec, ext, dir)
+	t.Run("the external agent answers only its token", func(t *testing.T) { checkExternalToken(ctx, t, spec) })
+	t.Run("the split through Traefik and Envoy Gateway", func(t *testing.T) { checkGateways(ctx, t, c, dir) })
+	// The runs' cluster-wide objects (the classes, Traefik's role and binding) went with them.
+	for what, n := range map[string]func() (int, error){
+		"cluster roles": func() (int, error) {
+			l, err := c.CS.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
+			return len(l.Items), err
+		},
+		"cluster role bindings": func() (int, error) {
+			l, err := c.CS.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
+			return len(l.Items), err
+		},
+	} {
+		if got, err := n(); err != nil || got != 0 {
+			t.Errorf("%s of the run left: %d (%v)", what, got, err)
+		}
+	}
+
+	t.Run("a gateway bypassed fails every egress-gateway sample on its proof", func(t *testing.T) { checkBrokenGateway(ctx, t, spec, ext, dir) })
+	deleteCluster(ctx, t, egressCluster)
+	if _, err := os.Stat("/run/netns/" + spec.ExtNetns()); !os.IsNotExist(err) {
+		t.Errorf("external namespace %s still there after delete (%v)", spec.ExtNetns(), err)
+	}
+	assertClean(t, before)
+}
+
+// checkEgressRun measures trafficSuite on the dual-stack cluster: each family's target must
+// name the host's address and the gateway's SNAT of its own family, and measure every figure.
+func checkEgressRun(ctx context.Context, t *testing.T, spec cluster.Spec, ext cluster.External, dir string) {
+	t.Helper()
 	suiteFile, results := filepath.Join(dir, "suite.yaml"), filepath.Join(dir, "results.db")
 	if err := os.WriteFile(suiteFile, []byte(trafficSuite), 0o644); err != nil {
 		t.Fatal(err)
@@ -139,26 +170,12 @@ func TestTrafficEngineering(t *testing.T) {
 			}
 		}
 	}
-	t.Run("the external agent answers only its token", func(t *testing.T) { checkExternalToken(ctx, t, spec) })
-	t.Run("the split through Traefik and Envoy Gateway", func(t *testing.T) { checkGateways(ctx, t, c, dir) })
-	// The runs' cluster-wide objects (the classes, Traefik's role and binding) went with them.
-	for what, n := range map[string]func() (int, error){
-		"cluster roles": func() (int, error) {
-			l, err := c.CS.RbacV1().ClusterRoles().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
-			return len(l.Items), err
-		},
-		"cluster role bindings": func() (int, error) {
-			l, err := c.CS.RbacV1().ClusterRoleBindings().List(ctx, metav1.ListOptions{LabelSelector: kube.LabelManagedBy + "=cnibench"})
-			return len(l.Items), err
-		},
-	} {
-		if got, err := n(); err != nil || got != 0 {
-			t.Errorf("%s of the run left: %d (%v)", what, got, err)
-		}
-	}
+}
 
-	// The client's node now reaches the gateway address directly and SNATs it itself: the
-	// samples must notice that the gateway is not on the path.
+// checkBrokenGateway makes the client's node reach the gateway address directly, SNATing it
+// itself: every egress-gateway sample must then fail its source proof, naming both addresses.
+func checkBrokenGateway(ctx context.Context, t *testing.T, spec cluster.Spec, ext cluster.External, dir string) {
+	p := spec.Plan()
 	node1 := spec.NodeNetns(1)
 	if out, err := runCmd(ctx, "ip", "-n", node1, "route", "del", ext.ViaGateway+"/32"); err != nil {
 		t.Fatalf("remove the gateway route: %v\n%s", err, out)
@@ -171,7 +188,7 @@ func TestTrafficEngineering(t *testing.T) {
 	if err := os.WriteFile(brokenFile, []byte(brokenGatewaySuite), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	out, _ = cli(ctx, "run", "-f", brokenFile, "--results", broken, "-o", "json")
+	out, _ := cli(ctx, "run", "-f", brokenFile, "--results", broken, "-o", "json")
 	_, samples := onlyRun(ctx, t, broken, "the broken gateway's run:\n"+out)
 	want := "came from " + p.NodeIP(1).String() + ", expected " + p.NodeIP(2).String() + " (the gateway node2)"
 	failed := 0
@@ -187,11 +204,6 @@ func TestTrafficEngineering(t *testing.T) {
 	if failed == 0 {
 		t.Errorf("no egress-gateway samples stored:\n%s", out)
 	}
-	deleteCluster(ctx, t, egressCluster)
-	if _, err := os.Stat("/run/netns/" + spec.ExtNetns()); !os.IsNotExist(err) {
-		t.Errorf("external namespace %s still there after delete (%v)", spec.ExtNetns(), err)
-	}
-	assertClean(t, before)
 }
 
 // checkGateways measures the split through both implementations in one run and checks each
