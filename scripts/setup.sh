@@ -21,7 +21,7 @@ CACHE="${CNIBENCH_CACHE:-/var/cache/cnibench}"
 PACKAGES=(
 	etcd-server runc crun iperf3 sockperf mmdebstrap nftables iptables
 	conntrack ethtool iproute2 util-linux procps socat ca-certificates
-	clang llvm clang-19 llvm-19 ipset
+	clang llvm clang-19 llvm-19 ipset make libelf-dev zlib1g-dev libpcap-dev bpftool
 	conmon skopeo libseccomp-dev pkg-config
 	postgresql chromium python3-prometheus-client python3-pip
 	linux-perf gcc-aarch64-linux-gnu libc6-dev-arm64-cross

@@ -44,6 +44,8 @@ func probeOutcome(err error) (string, bool) {
 		return agentcmd.ProbeRefused, true
 	case errors.Is(err, syscall.EHOSTUNREACH), errors.Is(err, syscall.ENETUNREACH):
 		return agentcmd.ProbeUnreachable, true
+	case errors.Is(err, syscall.EPERM):
+		return agentcmd.ProbeRejected, true
 	case errors.As(err, &ne) && ne.Timeout():
 		return agentcmd.ProbeTimeout, true
 	}

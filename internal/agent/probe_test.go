@@ -130,9 +130,9 @@ func TestProbeUntilGivesUp(t *testing.T) {
 	}
 }
 
-// A ClusterIP that Cilium's socket load balancer cannot serve yet answers "no route to host":
-// that is an outcome of the path (not yet), not a failure of the probe, so the Service
-// readiness watch goes on until the endpoint answers.
+// A ClusterIP that Cilium's socket load balancer cannot serve yet answers "no route to host",
+// and Calico eBPF's "operation not permitted": outcomes of the path (not yet), not failures of
+// the probe, so the Service readiness watch goes on until the endpoint answers.
 func TestProbeOutcomeOfUnreachable(t *testing.T) {
 	for _, c := range []struct {
 		err  error
@@ -141,6 +141,8 @@ func TestProbeOutcomeOfUnreachable(t *testing.T) {
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EHOSTUNREACH)}, agentcmd.ProbeUnreachable},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ENETUNREACH)}, agentcmd.ProbeUnreachable},
 		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.ECONNREFUSED)}, agentcmd.ProbeRefused},
+		// Calico eBPF's connect-time load balancer refuses a ClusterIP without endpoints.
+		{&net.OpError{Op: "dial", Net: "tcp", Err: os.NewSyscallError("connect", syscall.EPERM)}, agentcmd.ProbeRejected},
 	} {
 		if got, ok := probeOutcome(c.err); !ok || got != c.want {
 			t.Errorf("%v: outcome %q (%v), want %q", c.err, got, ok, c.want)

@@ -22,6 +22,9 @@ const (
 	// answers a ClusterIP without endpoints so: for a Service being programmed it is "not
 	// yet", as refused is for kube-proxy.
 	ProbeUnreachable = "unreachable"
+	// ProbeRejected: a program at the socket layer refused the connect (EPERM). Calico's eBPF
+	// connect-time load balancer answers a ClusterIP without endpoints so: "not yet" too.
+	ProbeRejected = "rejected"
 )
 
 // ProbeResult is what `cnibench agent probe` prints.

@@ -7,6 +7,7 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	discoveryv1 "k8s.io/api/discovery/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/apimachinery/pkg/util/intstr"
@@ -40,6 +41,16 @@ func (c *Client) CreateProbeService(ctx context.Context, f *Fixture, role string
 		return nil, fmt.Errorf("create service %s: %w", ProbeServiceName, err)
 	}
 	return out, nil
+}
+
+// DeleteProbeService removes the probe Service, so that the next measurement (a run with
+// pods per round times one each round) creates it afresh; a Service already gone is no error.
+func (c *Client) DeleteProbeService(ctx context.Context, f *Fixture) error {
+	err := c.CS.CoreV1().Services(f.Spec.Namespace).Delete(ctx, ProbeServiceName, metav1.DeleteOptions{})
+	if err != nil && !apierrors.IsNotFound(err) {
+		return fmt.Errorf("delete service %s: %w", ProbeServiceName, err)
+	}
+	return nil
 }
 
 // AddProbeEndpoint puts the first pair's server of a role behind the probe Service and returns

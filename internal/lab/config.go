@@ -112,8 +112,9 @@ func (c LocalConfig) Validate() error {
 	return errors.Join(errs...)
 }
 
-// CheckIPFamily refuses an unknown cluster family, and IPv6 alone on a datapath whose IPv6
-// needs IPv4 beside it, as a *setting.Error.
+// CheckIPFamily refuses an unknown cluster family, IPv6 alone on a datapath whose IPv6 needs
+// IPv4 beside it, and IPv6 in any form on a datapath that carries IPv4 alone, as a
+// *setting.Error.
 func CheckIPFamily(family, datapath string) error {
 	if family == "" || family == IPv4 {
 		return nil
@@ -123,11 +124,18 @@ func CheckIPFamily(family, datapath string) error {
 		fe.Want = "expected one of " + strings.Join(ClusterFamilies(), ", ")
 		return fe
 	}
-	if dp, err := LookupDatapath(datapath); err == nil && family == IPv6 && dp.NeedsIPv4 != "" {
+	dp, err := LookupDatapath(datapath)
+	switch {
+	case err != nil:
+		return nil
+	case dp.IPv4Only != "":
+		fe.Want = fmt.Sprintf("datapath %s carries IPv4 only here (%s); expected ipv4 (or leave it out)", datapath, dp.IPv4Only)
+	case family == IPv6 && dp.NeedsIPv4 != "":
 		fe.Want = fmt.Sprintf("datapath %s needs IPv4 beside IPv6 (%s); expected ipv4 or dual", datapath, dp.NeedsIPv4)
-		return fe
+	default:
+		return nil
 	}
-	return nil
+	return fe
 }
 
 // CheckMultus refuses Multus on a datapath it cannot delegate to, as a *setting.Error.

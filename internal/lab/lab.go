@@ -99,12 +99,17 @@ type Datapath struct {
 	NeedsIPv4 string
 	// UnderMultus: a cluster with Multus (LocalConfig.Multus) can delegate its pods to it.
 	UnderMultus bool
+	// IPv4Only says why the datapath's local clusters carry IPv4 alone; "" when they can
+	// carry IPv6 too.
+	IPv4Only string
 }
 
 // Datapaths lists the datapaths a local cluster can have, sorted by name.
 func Datapaths() []Datapath {
 	return []Datapath{
 		{Name: "bridge"},
+		{Name: "calico-ebpf", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true,
+			IPv4Only: "this kernel's verifier rejects Calico's IPv6 BPF programs (R4 min value is negative)"},
 		{Name: "calico-vxlan", EnforcesNetworkPolicy: true},
 		{Name: "canal", EnforcesNetworkPolicy: true},
 		{Name: "cilium-kpr", ReplacesKubeProxy: true, EnforcesNetworkPolicy: true,

@@ -20,7 +20,7 @@ func TestDatapathFacts(t *testing.T) {
 	if got := DefaultProxyMode("flannel-vxlan"); got != ProxyNftables {
 		t.Errorf("flannel-vxlan's default proxy mode %q, want %q", got, ProxyNftables)
 	}
-	if _, err := LookupDatapath("calico"); err == nil || !strings.Contains(err.Error(), `"calico": expected one of bridge, calico-vxlan`) {
+	if _, err := LookupDatapath("calico"); err == nil || !strings.Contains(err.Error(), `"calico": expected one of bridge, calico-ebpf, calico-vxlan`) {
 		t.Errorf("LookupDatapath(calico) = %v", err)
 	}
 	enforcing := DatapathsWhere(func(d Datapath) bool { return d.EnforcesNetworkPolicy })
@@ -65,7 +65,7 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.Nodes = 0 }, "nodes: 0: expected a whole number from 1 to 50"},
 		{func(c *LocalConfig) { c.Nodes = MaxNodes + 1 }, "nodes: 51:"},
 		{func(c *LocalConfig) { c.Datapath = "weave" }, `datapath: "weave": expected one of bridge`},
-		{func(c *LocalConfig) { c.ProxyMode = "ipvs" }, `proxyMode: "ipvs": expected nftables or iptables for datapath bridge (none is for datapaths that replace kube-proxy: cilium-kpr`},
+		{func(c *LocalConfig) { c.ProxyMode = "ipvs" }, `proxyMode: "ipvs": expected nftables or iptables for datapath bridge (none is for datapaths that replace kube-proxy: calico-ebpf, cilium-kpr`},
 		{func(c *LocalConfig) { c.ProxyMode = ProxyNone }, `proxyMode: "none": expected nftables or iptables`},
 		{func(c *LocalConfig) { c.Datapath, c.ProxyMode = "cilium-kpr", ProxyIptables }, `proxyMode: "iptables": datapath cilium-kpr replaces kube-proxy`},
 		{func(c *LocalConfig) { c.Kubernetes = "v1.99.0" }, `kubernetes: "v1.99.0": expected one of v1.37.2`},
@@ -76,6 +76,9 @@ func TestLocalConfigValidate(t *testing.T) {
 		{func(c *LocalConfig) { c.Multus = true }, `multus: true: Multus delegates here to cilium-vxlan, flannel-host-gw, flannel-vxlan only, not to datapath bridge`},
 		{func(c *LocalConfig) { c.Datapath, c.ProxyMode, c.Multus = "cilium-kpr", ProxyNone, true }, `multus: true: Multus delegates here to`},
 		{func(c *LocalConfig) { c.Datapath, c.IPFamily = "cilium-kpr", IPv6 }, `ipFamily: "ipv6": datapath cilium-kpr needs IPv4 beside IPv6 (its egress gateway`},
+		{func(c *LocalConfig) { c.Datapath, c.ProxyMode, c.IPFamily = "calico-ebpf", ProxyNone, IPv6 }, `ipFamily: "ipv6": datapath calico-ebpf carries IPv4 only here (this kernel's verifier rejects`},
+		{func(c *LocalConfig) { c.Datapath, c.ProxyMode, c.IPFamily = "calico-ebpf", ProxyNone, DualStack }, `ipFamily: "dual": datapath calico-ebpf carries IPv4 only here`},
+		{func(c *LocalConfig) { c.Datapath, c.ProxyMode = "calico-ebpf", ProxyNftables }, `proxyMode: "nftables": datapath calico-ebpf replaces kube-proxy`},
 	} {
 		cfg := ok
 		c.mod(&cfg)
@@ -85,8 +88,10 @@ func TestLocalConfigValidate(t *testing.T) {
 			t.Errorf("%+v: %v, want a *setting.Error containing %q", cfg, err, c.want)
 		}
 	}
-	if err := (LocalConfig{Datapath: "cilium-kpr", ProxyMode: ProxyNone}).WithDefaults().Validate(); err != nil {
-		t.Errorf("cilium-kpr without kube-proxy: %v", err)
+	for _, dp := range []string{"cilium-kpr", "calico-ebpf"} {
+		if err := (LocalConfig{Datapath: dp}).WithDefaults().Validate(); err != nil {
+			t.Errorf("%s without kube-proxy: %v", dp, err)
+		}
 	}
 	for _, dp := range []string{"flannel-vxlan", "cilium-vxlan"} {
 		if err := (LocalConfig{Datapath: dp, Multus: true}).WithDefaults().Validate(); err != nil {

@@ -57,18 +57,9 @@ func (r *run) setupLatencies(ctx context.Context, tg *target, quiet func()) {
 		r.podMemory(ctx, tg)
 	}
 	quiet()
-	role := kube.RoleServerB
-	if !tg.fixture.Has(role) {
-		role = kube.RoleServerA
-	}
-	if !tg.fixture.Has(kube.RoleClient) || !tg.fixture.Has(role) {
+	role, ok := r.timeService(ctx, tg)
+	if !ok {
 		return // no pod-network path: no Service to time
-	}
-	if ms, err := r.serviceLatency(ctx, tg, role); err != nil {
-		r.progress("target %s: warning: service programming latency not measured: %v", tg.name, err)
-	} else {
-		r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
-		tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
 	}
 	if ms, err := r.networkReadiness(ctx, tg, role); err != nil {
 		r.progress("target %s: warning: network readiness not measured: %v", tg.name, err)
@@ -115,6 +106,26 @@ func podMetrics(l kube.PodLatencies) map[string]float64 {
 	return m
 }
 
+// timeService measures how long a new Service takes to carry traffic to the target's server
+// pod and records it as a setup figure; it returns the server's role, and false when the
+// target has no pod-network path (no client or server pod).
+func (r *run) timeService(ctx context.Context, tg *target) (string, bool) {
+	role := kube.RoleServerB
+	if !tg.fixture.Has(role) {
+		role = kube.RoleServerA
+	}
+	if !tg.fixture.Has(kube.RoleClient) || !tg.fixture.Has(role) {
+		return role, false
+	}
+	if ms, err := r.serviceLatency(ctx, tg, role); err != nil {
+		r.progress("target %s: warning: service programming latency not measured: %v", tg.name, err)
+	} else {
+		r.progress("target %s: a new Service carried traffic %.0f ms after its endpoint was ready", tg.name, ms)
+		tg.addSetup(setupService, 1, map[string]float64{catalog.ServiceReady: ms})
+	}
+	return role, true
+}
+
 // serviceLatency creates a Service whose endpoint does not exist yet, starts probing its
 // ClusterIP from the first client, adds the endpoint, and returns the time from the endpoint
 // being ready to the first connection through the ClusterIP, in ms.
@@ -124,6 +135,11 @@ func (r *run) serviceLatency(ctx context.Context, tg *target, role string) (floa
 	if err != nil {
 		return 0, err
 	}
+	defer func() {
+		if err := tg.client.DeleteProbeService(ctx, tg.fixture); err != nil {
+			r.progress("target %s: warning: %v", tg.name, err)
+		}
+	}()
 	var ready time.Time
 	first, err := r.probeUntil(ctx, tg, svc.Spec.ClusterIP, port, agentcmd.ProbeOpen, func() (err error) {
 		ready, err = tg.client.AddProbeEndpoint(ctx, tg.fixture, role)

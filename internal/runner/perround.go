@@ -8,8 +8,9 @@ import (
 
 // placePods readies the pods of a step when they live per round (suite.PodsRound): every other
 // target's pods go, and the step's target comes up at the step's pairs level from none, as one
-// burst whose startup and idle memory are stored as setup samples of the step's round. Steps of
-// one block (a target at a pairs level) follow each other, so a block pays this once.
+// burst whose startup, idle memory and Service programming are stored as setup samples of the
+// step's round. Steps of one block (a target at a pairs level) follow each other, so a block
+// pays this once.
 func (r *run) placePods(ctx context.Context, tg *target, st Step, res *Result) error {
 	if !r.opts.Suite.PerRound() {
 		return nil
@@ -38,9 +39,11 @@ func (r *run) placePods(ctx context.Context, tg *target, st Step, res *Result) e
 	r.progress("target %s: %d pairs up in %.1fs for round %d", tg.name, want, stage.Took.Seconds(), st.Round)
 	tg.addSetup(setupPods, want, podMetrics(stage.Pods))
 	// Waiting for the kubelets' first figures of new pods takes 10-15 s a block; the warm-up
-	// round's would be discarded.
+	// round's would be discarded. Each round also times a new Service on its fresh pods, so
+	// that Service programming gets an interval like every other figure.
 	if !st.Warmup() {
 		r.podMemory(ctx, tg)
+		r.timeService(ctx, tg)
 	}
 	return r.storeSetup(ctx, tg, res, st.Round, st.Warmup())
 }

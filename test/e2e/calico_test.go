@@ -4,12 +4,14 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os/exec"
 	"slices"
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf"
 	"github.com/cnibench/cnibench/internal/cluster"
 	"github.com/cnibench/cnibench/internal/cluster/binaries"
 	"github.com/cnibench/cnibench/internal/lab"
@@ -20,7 +22,8 @@ import (
 // a host; run per node namespace, they must create none of them.
 func calicoHostPaths() map[string]bool {
 	return existing([]string{"/var/lib/calico", "/var/run/calico", "/var/log/calico", "/etc/cni/net.d/10-calico.conflist",
-		"/etc/cni/net.d/calico-kubeconfig", "/opt/cni/bin/calico", "/sys/fs/bpf/calico", "/sys/fs/bpf/tc"})
+		"/etc/cni/net.d/calico-kubeconfig", "/opt/cni/bin/calico", "/sys/fs/bpf/calico", "/sys/fs/bpf/tc", "/usr/lib/calico",
+		"/run/calico/cgroup"})
 }
 
 // checkCalico proves on a Calico cluster (TestDatapaths creates it) that felix and the mode's
@@ -37,9 +40,11 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 			if out, err := ready.CombinedOutput(); err != nil {
 				t.Errorf("node%d: calico-node -felix-ready: %v: %s", i, err, out)
 			}
+			// The eBPF dataplane polices in its programs and keeps a few chains beside them.
+			chain := map[bool]string{false: ":cali-FORWARD", true: ":cali-PREROUTING"}[dp == "calico-ebpf"]
 			rules, err := runCmd(ctx, "ip", "netns", "exec", spec.NodeNetns(i), "iptables-nft-save")
-			if err != nil || !strings.Contains(rules, ":cali-FORWARD") {
-				t.Errorf("node%d has no cali-FORWARD chain (%v)", i, err)
+			if err != nil || !strings.Contains(rules, chain) {
+				t.Errorf("node%d has no %s chain (%v)", i, chain, err)
 			}
 		}
 		if after, _ := runCmd(ctx, "iptables-nft-save"); strings.Contains(after, "cali-") && !strings.Contains(host.rootRules, "cali-") {
@@ -52,6 +57,11 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 	}
 	// After the workload, whose pods are on both nodes.
 	t.Run("mode devices and routes", func(t *testing.T) { checkCalicoMode(ctx, t, dp, spec) })
+	if dp == "calico-ebpf" {
+		t.Run("felix's eBPF dataplane: programs on the nodes' devices, connect-time load balancing on the nodes' cgroups only, no kube-proxy", func(t *testing.T) {
+			checkCalicoBPF(ctx, t, spec, cluster.DefaultLayout().Dir(name), host.rootPrograms)
+		})
+	}
 	t.Run("pods are calico workloads with addresses from their node's subnet", func(t *testing.T) {
 		pods, err := w.cs.CoreV1().Pods(w.ns).List(ctx, metav1.ListOptions{})
 		if err != nil {
@@ -72,7 +82,7 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 				t.Errorf("pod %s: calico's podIP annotation %q, want %s/32", p.Name, got, p.Status.PodIP)
 			}
 		}
-		if dp == "calico-vxlan" {
+		if dp != "canal" {
 			// calico-ipam's blocks are carved from each node's own pool.
 			blocks, err := runCmd(ctx, binaries.Default().KubectlPath(lab.DefaultKubernetesVersion), "--kubeconfig", w.kubeconfig,
 				"get", "blockaffinities.crd.projectcalico.org", "-o", "jsonpath={range .items[*]}{.spec.node} {.spec.cidr}{\"\\n\"}{end}")
@@ -95,15 +105,15 @@ func checkCalico(ctx context.Context, t *testing.T, dp, name string, host hostSt
 }
 
 // checkCalicoMode checks who carries pods between nodes: Calico's own vxlan.calico device for
-// calico-vxlan, flannel.1 (and no vxlan.calico) for canal.
+// calico-vxlan and calico-ebpf, flannel.1 (and no vxlan.calico) for canal.
 func checkCalicoMode(ctx context.Context, t *testing.T, dp string, spec cluster.Spec) {
 	links, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "-o", "link", "show")
 	routes, _ := runCmd(ctx, "ip", "-n", spec.NodeNetns(1), "route", "show")
 	calicoVXLAN, flannel := strings.Contains(links, "vxlan.calico"), strings.Contains(links, "flannel.1")
 	switch dp {
-	case "calico-vxlan":
+	case "calico-vxlan", "calico-ebpf":
 		if !calicoVXLAN || flannel {
-			t.Errorf("calico-vxlan: node1 links (want vxlan.calico, no flannel.1):\n%s", links)
+			t.Errorf("%s: node1 links (want vxlan.calico, no flannel.1):\n%s", dp, links)
 		}
 		if !strings.Contains(routes, "dev vxlan.calico") {
 			t.Errorf("node1 has no route through vxlan.calico:\n%s", routes)
@@ -132,4 +142,48 @@ func cidrContains(t *testing.T, cidr, ip string) bool {
 		t.Fatalf("bad CIDR %q: %v", cidr, err)
 	}
 	return n.Contains(parseIP(t, ip))
+}
+
+// checkCalicoBPF checks what only calico-ebpf has: felix's tc programs on each node's uplink,
+// its VXLAN device and its pods' veths, inside the node's namespace, and its connect-time load
+// balancing in place of kube-proxy, confined to each node's cgroup (checkNodeSocketLB).
+func checkCalicoBPF(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, rootBefore []ebpf.ProgramID) {
+	for i := 1; i <= spec.Nodes; i++ {
+		out, err := runCmd(ctx, "ip", "netns", "exec", spec.NodeNetns(i), "bpftool", "-j", "net", "show")
+		if err != nil {
+			t.Fatalf("node%d: bpftool net show: %v", i, err)
+		}
+		var nets []struct {
+			TC []struct{ Devname, Kind, Name string } `json:"tc"`
+		}
+		if err := json.Unmarshal([]byte(out), &nets); err != nil || len(nets) != 1 {
+			t.Fatalf("node%d: bpftool net show: %v\n%s", i, err, out)
+		}
+		attached := map[string]bool{}
+		for _, p := range nets[0].TC {
+			if strings.HasPrefix(p.Name, "cali_") {
+				attached[calicoDeviceKind(p.Devname)+" "+p.Kind] = true
+			}
+		}
+		for _, want := range []string{"uplink clsact/ingress", "uplink clsact/egress", "vxlan clsact/ingress", "pod clsact/ingress", "pod clsact/egress"} {
+			if !attached[want] {
+				t.Errorf("node%d: no calico program on %s; bpftool net show:\n%s", i, want, out)
+			}
+		}
+	}
+	checkNodeSocketLB(ctx, t, spec, stateDir, rootBefore)
+}
+
+// calicoDeviceKind names a node device by its role: the uplink, Calico's VXLAN device, a pod's
+// veth, or other.
+func calicoDeviceKind(dev string) string {
+	switch {
+	case dev == "eth0":
+		return "uplink"
+	case dev == "vxlan.calico":
+		return "vxlan"
+	case strings.HasPrefix(dev, "cali"):
+		return "pod"
+	}
+	return "other"
 }

@@ -28,7 +28,7 @@ import (
 func datapathFamilies() [][]string {
 	return [][]string{
 		{"bridge", "flannel-vxlan", "flannel-host-gw", "cilium-vxlan", "cilium-native"},
-		{"bridge", "calico-vxlan", "canal", "cilium-kpr"},
+		{"bridge", "calico-vxlan", "canal", "cilium-kpr", "calico-ebpf"},
 	}
 }
 
@@ -63,7 +63,7 @@ func wantPodMTU(dp string, mtu int) (iface, route int) {
 			return mtu - 70, 0
 		}
 		return mtu - 50, 0
-	case "flannel-vxlan", "canal":
+	case "flannel-vxlan", "canal", "calico-ebpf":
 		return mtu - 50, 0
 	}
 	return mtu, 0
@@ -163,7 +163,7 @@ func checkDatapath(ctx context.Context, t *testing.T, dp, name string, host host
 		checkFlannel(ctx, t, "host-gw", name, host)
 	case "cilium-vxlan", "cilium-native", "cilium-kpr":
 		checkCilium(ctx, t, dp, name, host)
-	case "calico-vxlan", "canal":
+	case "calico-vxlan", "canal", "calico-ebpf":
 		checkCalico(ctx, t, dp, name, host)
 	}
 }
@@ -176,7 +176,7 @@ func checkDatapath(ctx context.Context, t *testing.T, dp, name string, host host
 // needs are deleted before the next family's are created, each checked to leave nothing of
 // its own.
 func TestDatapaths(t *testing.T) {
-	for _, c := range []string{binaries.Flannel, binaries.Cilium, binaries.Calico} {
+	for _, c := range []string{binaries.Flannel, binaries.Cilium, binaries.Calico, binaries.CalicoBPF} {
 		requireBuilt(t, c)
 	}
 	before := snapshot(t)
@@ -268,6 +268,7 @@ var detectedCNI = map[string][2]string{
 	"cilium-native":   {"cilium", ""},
 	"cilium-kpr":      {"cilium", ""},
 	"calico-vxlan":    {"calico", "encapsulation=vxlan"},
+	"calico-ebpf":     {"calico", "encapsulation=vxlan"},
 	"canal":           {"canal", "backend=vxlan"},
 }
 

@@ -34,10 +34,25 @@ func rootSocketPrograms(t *testing.T) []ebpf.ProgramID {
 }
 
 // checkKPR checks a cilium-kpr cluster: the nodes run no kube-proxy, each agent says it
-// replaces it, and its socket load balancer is attached to its own node's cgroup2 subtree,
-// which every pod of that node inherits and no pod of the other node does; the host's root
-// cgroup gets nothing.
+// replaces it, and its socket load balancer serves its own node only (checkNodeSocketLB).
 func checkKPR(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, rootBefore []ebpf.ProgramID) {
+	for i := 1; i <= spec.Nodes; i++ {
+		// What the fingerprint records, as the agent reports it.
+		out := ciliumDbg(ctx, t, stateDir, i, "status")
+		for _, want := range []string{`KubeProxyReplacement:\s+True`, `Routing:\s+Network: Native\s+Host: BPF`, `Masquerading:\s+BPF`} {
+			if !regexp.MustCompile(want).MatchString(out) {
+				t.Errorf("node%d: cilium-dbg status does not say %s:\n%s", i, want, out)
+			}
+		}
+	}
+	checkNodeSocketLB(ctx, t, spec, stateDir, rootBefore)
+}
+
+// checkNodeSocketLB checks a cluster whose datapath replaces kube-proxy with connect-time load
+// balancing: the nodes run no kube-proxy, and each node's connect4 programs are attached to its
+// own cgroup2 subtree, which every pod of that node inherits and no pod of another node does;
+// the host's root cgroup gets nothing.
+func checkNodeSocketLB(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir string, rootBefore []ebpf.ProgramID) {
 	root, _ := cgroupfs.Cgroup2Mount()
 	if got := rootSocketPrograms(t); !slices.Equal(got, rootBefore) {
 		t.Errorf("connect4 programs on the host's cgroup2 root: %v, before the cluster %v", got, rootBefore)
@@ -49,13 +64,6 @@ func checkKPR(ctx context.Context, t *testing.T, spec cluster.Spec, stateDir str
 		}
 		if out, _ := runCmd(ctx, "ip", "netns", "exec", spec.NodeNetns(i), "nft", "list", "tables"); strings.Contains(out, "kube-proxy") {
 			t.Errorf("%s has kube-proxy's nftables table:\n%s", spec.NodeName(i), out)
-		}
-		// What the fingerprint records, as the agent reports it.
-		out := ciliumDbg(ctx, t, stateDir, i, "status")
-		for _, want := range []string{`KubeProxyReplacement:\s+True`, `Routing:\s+Network: Native\s+Host: BPF`, `Masquerading:\s+BPF`} {
-			if !regexp.MustCompile(want).MatchString(out) {
-				t.Errorf("node%d: cilium-dbg status does not say %s:\n%s", i, want, out)
-			}
 		}
 		progs, err := hostsnap.CgroupPrograms(filepath.Join(root, spec.CgroupRoot(), spec.NodeName(i)), false)
 		if err != nil {

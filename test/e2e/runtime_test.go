@@ -254,8 +254,11 @@ func checkRuntimeResults(t *testing.T, output string) {
 			t.Errorf("target %s: gvisor_platform %q", tg.Name, fp["gvisor_platform"])
 		}
 	}
-	measured := map[string]bool{}
+	measured, services := map[string]bool{}, map[string]int{}
 	for _, r := range doc.Rows {
+		if r.Metric == "service_ready_ms" && r.Mean >= 0 {
+			services[r.Target] += r.N
+		}
 		switch r.Metric {
 		case "latency_p50_us", "cpu_ops_per_s", "memory_read_mbps", "memory_write_mbps", "stream_copy_mbps", "stream_scale_mbps", "pod_ready_p50_ms":
 			if r.Mean > 0 && (r.N == 2 || r.Path == "setup") {
@@ -271,6 +274,11 @@ func checkRuntimeResults(t *testing.T, output string) {
 	for _, tg := range doc.Targets {
 		if !measured[tg.Name+" pod_ready_p50_ms pod-startup x1"] {
 			t.Errorf("no pod startup figure for %s: %v", tg.Name, measured)
+		}
+		// With pods per round, every round times a new Service on its fresh pods, beside the
+		// one timed before the rounds: an interval, not a single figure.
+		if services[tg.Name] < 3 {
+			t.Errorf("%s: %d Service programming figures, want one before the rounds and one a round (2)", tg.Name, services[tg.Name])
 		}
 	}
 	// The study's figures are per container: STREAM's rate is one pod's already (the mean

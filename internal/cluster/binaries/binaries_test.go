@@ -64,6 +64,7 @@ func TestComponentsTable(t *testing.T) {
 		GVisor:       {"runsc", "containerd-shim-runsc-v1"},
 		Youki:        {"youki"},
 		Calico:       {"calico-node", "calico", "calico-ipam", "calico-crds.yaml"},
+		CalicoBPF:    {"calico-bpf.tar.gz"},
 		GatewayAPI:   {"gateway-api-crds.yaml"},
 		Traefik:      {"traefik"},
 		K6:           {"k6"},
@@ -89,7 +90,7 @@ func TestComponentsTable(t *testing.T) {
 			t.Errorf("%s verifies %s, which it does not build", c.Name, c.verify.binary)
 		}
 	}
-	if want := 40 + 6*len(lab.KubernetesVersions()); len(seen) != want {
+	if want := 41 + 6*len(lab.KubernetesVersions()); len(seen) != want {
 		t.Errorf("got %d binaries, want %d", len(seen), want)
 	}
 	if _, err := Lookup("nope"); err == nil {

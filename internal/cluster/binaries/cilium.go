@@ -102,19 +102,20 @@ func buildCilium(ctx context.Context, log io.Writer, comp Component, scratch, ou
 	if err := buildBinaries(ctx, log, comp, src, out, ciliumTargets()...); err != nil {
 		return err
 	}
-	if err := packBPF(filepath.Join(src, "bpf"), filepath.Join(out, CiliumBPFArchive)); err != nil {
+	if err := packBPF(filepath.Join(src, "bpf"), filepath.Join(out, CiliumBPFArchive), ciliumBPFSkip()...); err != nil {
 		return fmt.Errorf("pack cilium bpf sources: %w", err)
 	}
 	fmt.Fprintf(log, "# packed %s\n", CiliumBPFArchive)
 	return nil
 }
 
-// bpfSkip are bpf/ subtrees the agent never reads: unit tests and verifier
+// ciliumBPFSkip are bpf/ subtrees the agent never reads: unit tests and verifier
 // complexity tests (several MB of C and Go), kept out of every cluster's copy.
-func bpfSkip() []string { return []string{"tests", "complexity-tests"} }
+func ciliumBPFSkip() []string { return []string{"tests", "complexity-tests"} }
 
-// packBPF writes dir as a gzipped tar with paths relative to dir.
-func packBPF(dir, archive string) error {
+// packBPF writes dir as a gzipped tar with paths relative to dir, without the
+// top-level entries named in skip.
+func packBPF(dir, archive string, skip ...string) error {
 	f, err := os.Create(archive)
 	if err != nil {
 		return err
@@ -129,7 +130,7 @@ func packBPF(dir, archive string) error {
 		if err != nil || rel == "." {
 			return err
 		}
-		for _, s := range bpfSkip() {
+		for _, s := range skip {
 			if rel == s {
 				return filepath.SkipDir
 			}
@@ -172,12 +173,13 @@ func packBPF(dir, archive string) error {
 	return nil
 }
 
-// UnpackCiliumBPF extracts CiliumBPFArchive into dir (created if needed), for
-// the agent's --lib-dir/bpf. It refuses entries that would leave dir.
-func UnpackCiliumBPF(archive, dir string) error {
+// UnpackBPF extracts a BPF archive of the cache (CiliumBPFArchive, CalicoBPFArchive)
+// into dir (created if needed), for a datapath's daemons. It refuses entries
+// that would leave dir.
+func UnpackBPF(archive, dir string) error {
 	f, err := os.Open(archive)
 	if err != nil {
-		return fmt.Errorf("unpack cilium bpf sources: %w", err)
+		return fmt.Errorf("unpack %s: %w", filepath.Base(archive), err)
 	}
 	defer f.Close()
 	zr, err := gzip.NewReader(f)

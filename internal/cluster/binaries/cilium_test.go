@@ -41,7 +41,7 @@ func TestCiliumComponent(t *testing.T) {
 	}
 }
 
-func TestPackUnpackCiliumBPF(t *testing.T) {
+func TestPackUnpackBPF(t *testing.T) {
 	src := t.TempDir()
 	files := map[string]string{
 		"bpf_lxc.c":          "int x;",
@@ -60,11 +60,11 @@ func TestPackUnpackCiliumBPF(t *testing.T) {
 		}
 	}
 	archive := filepath.Join(t.TempDir(), CiliumBPFArchive)
-	if err := packBPF(src, archive); err != nil {
+	if err := packBPF(src, archive, ciliumBPFSkip()...); err != nil {
 		t.Fatal(err)
 	}
 	dst := filepath.Join(t.TempDir(), "bpf")
-	if err := UnpackCiliumBPF(archive, dst); err != nil {
+	if err := UnpackBPF(archive, dst); err != nil {
 		t.Fatal(err)
 	}
 	for name, body := range files {
@@ -100,7 +100,7 @@ func TestUnpackCiliumBPFRefusesEscapes(t *testing.T) {
 		}
 	}
 	dir := t.TempDir()
-	if err := UnpackCiliumBPF(archive, filepath.Join(dir, "bpf")); err == nil {
+	if err := UnpackBPF(archive, filepath.Join(dir, "bpf")); err == nil {
 		t.Fatal("unpacked an entry that leaves the target")
 	}
 	if _, err := os.Stat(filepath.Join(dir, "escape")); err == nil {

@@ -94,11 +94,12 @@ func Components() []Component {
 		all = append(all, kubernetesComponent(v))
 	}
 	// Datapath, runtime and ingress components live in files of their own, beside
-	// their recipes (flannel.go, cilium.go, calico.go, crio.go, gvisor.go, youki.go,
+	// their recipes (flannel.go, cilium.go, calico.go, calicobpf.go, crio.go, gvisor.go, youki.go,
 	// gateway.go, k6.go, stream.go, multus.go).
 	all = append(all, flannelComponents()...)
 	all = append(all, ciliumComponents()...)
 	all = append(all, calicoComponents()...)
+	all = append(all, calicoBPFComponents()...)
 	all = append(all, crioComponents()...)
 	all = append(all, gvisorComponents()...)
 	all = append(all, youkiComponents()...)

@@ -37,6 +37,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 		CRIO:         "kind-103",
 		Youki:        "kind-104",
 		Calico:       "kind-105",
+		CalicoBPF:    "calico-ebpf",
 		GatewayAPI:   "kind-106",
 		Traefik:      "module-copy",
 		K6:           "go-install",
@@ -54,7 +55,7 @@ func TestRecipeNamesAreStable(t *testing.T) {
 	seen := map[string]bool{}
 	for _, r := range []recipe{goInstallRecipe(), k8sWrapperRecipe(), moduleCopyRecipe(), ciliumRecipe(),
 		flannelRecipe(), gvisorRecipe(), crioRecipe(), youkiRecipe(), calicoRecipe(), gatewayAPIRecipe(), multusRecipe(),
-		envoyGatewayRecipe(), envoyWheelRecipe()} {
+		envoyGatewayRecipe(), envoyWheelRecipe(), calicoBPFRecipe()} {
 		if seen[r.name] {
 			t.Errorf("two recipes are named %q", r.name)
 		}

@@ -21,10 +21,12 @@ import (
 // which programs routes, the VXLAN device and policy chains in the node's namespace, and the
 // calico CNI plugin, which plumbs each pod with a cali veth.
 //
-// Two deployments:
+// Three deployments:
 //   - calico-vxlan: Calico carries pods between nodes in VXLAN (encapsulation Always, no BGP)
 //     and allocates addresses with calico-ipam from one IP pool per node, the node's planned
 //     pod subnet, so pod addresses follow the cluster's plan like every other datapath's;
+//   - calico-ebpf: the same network with felix's eBPF dataplane, which replaces kube-proxy
+//     (calico_bpf.go);
 //   - canal: flanneld (vxlan) carries pods between nodes, calico-node runs without networking,
 //     and the calico plugin takes addresses from the node's pod CIDR with host-local: Calico
 //     only enforces policy. RKE2 deploys this by default.
@@ -35,12 +37,18 @@ import (
 type Calico struct {
 	// Canal selects flannel for the network and Calico for policy only.
 	Canal bool
+	// EBPF selects felix's eBPF dataplane, which also serves Services, for calico-vxlan's
+	// network.
+	EBPF bool
 }
 
 // Name implements Datapath.
 func (d Calico) Name() string {
-	if d.Canal {
+	switch {
+	case d.Canal:
 		return "canal"
+	case d.EBPF:
+		return "calico-ebpf"
 	}
 	return "calico-vxlan"
 }
@@ -52,6 +60,9 @@ func (d Calico) AllocateNodeCIDRs() bool { return d.Canal }
 // Binaries implements WithBinaries.
 func (d Calico) Binaries() []string {
 	b := []string{binaries.CalicoNodeBinary, binaries.CalicoCNIBinary, binaries.CalicoIPAMBinary, binaries.CalicoCRDs}
+	if d.EBPF {
+		b = append(b, binaries.CalicoBPFArchive)
+	}
 	if d.Canal {
 		b = append(b, binaries.FlanneldBinary)
 	}
@@ -65,6 +76,10 @@ func (d Calico) Fingerprint() map[string]string {
 		"cni": "calico", "cni_version": binaries.CalicoVersion, "cni_mode": "vxlan",
 		"calico_dataplane": "iptables", "calico_encapsulation": "vxlan", "calico_ipam": "calico-ipam",
 		"calico_iptables_backend": "nft",
+	}
+	if d.EBPF {
+		fp["calico_dataplane"], fp["calico_bpf_connect_time_lb"] = "bpf", calicoCTLB
+		fp["calico_kube_proxy_replacement"] = "true"
 	}
 	if d.Canal {
 		fp["cni"], fp["cni_mode"] = "canal", "flannel vxlan, calico policy"
@@ -99,6 +114,11 @@ func (d Calico) Setup(ctx context.Context, c Cluster) error {
 	for _, tool := range []string{"iptables-nft", "ipset"} {
 		if _, err := exec.LookPath(tool); err != nil {
 			return fmt.Errorf("%s needs %s (Debian packages iptables and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
+		}
+	}
+	if d.EBPF {
+		if err := setupCalicoBPF(c); err != nil {
+			return err
 		}
 	}
 	if d.Canal {
@@ -226,9 +246,13 @@ func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
 	}
 	node := c.Bin(binaries.CalicoNodeBinary)
 	for i, n := range c.Nodes {
+		objects, cgroup, err := d.bpfMounts(c, n)
+		if err != nil {
+			return nil, err
+		}
 		argv := []string{"unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "cnb-calico-node",
 			c.StateDir, calicoNodeDir(c, n), node, fmt.Sprint(!d.Canal),
-			c.Bin("kubectl"), filepath.Join(calicoDir(c), "kubectl-cache"), n.Name}
+			c.Bin("kubectl"), filepath.Join(calicoDir(c), "kubectl-cache"), n.Name, objects, cgroup}
 		netns := n.Netns
 		out = append(out, Daemon{
 			Name: n.Name + "-calico-node", Node: i + 1,
@@ -250,6 +274,12 @@ func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
 // /var/lib/calico is the node's directory without creating anything in the host's /var/lib;
 // the cluster's state directory is bound back into it (the kubeconfig is there). /run is a
 // tmpfs for the same reason (/var/run/calico); felix's BPF clean-up sees a private bpffs.
+// The node's cgroup2 subtree is bound at /run/calico/cgroup, where felix attaches connect-time
+// load balancing (the node's processes are translated, no others) and, without the eBPF
+// dataplane, looks for one to remove at start-up (instead of mounting the host's cgroup2
+// root there). With the eBPF dataplane, /usr/lib is a read-only overlay whose first layer holds
+// calico/bpf: felix reads its objects from the fixed /usr/lib/calico/bpf, and nothing is
+// created in the host's /usr/lib.
 // The start-up fails on a Node object that does not exist yet, so it waits for the kubelet to
 // register it (kubectl reads KUBECONFIG from the environment). It also fails when another
 // writer updates the Node between its read and its write: the kubelet's status, and the pod
@@ -257,9 +287,10 @@ func (d Calico) Daemons(c Cluster) ([]Daemon, error) {
 // controller-manager for canal). Where a DaemonSet would restart the container, the script
 // runs it again, a few times.
 // Arguments: the cluster's state directory, the node's calico directory, calico-node, whether
-// to allocate a VXLAN tunnel address, kubectl, its cache directory, the node's name.
+// to allocate a VXLAN tunnel address, kubectl, its cache directory, the node's name, the
+// directory to lay over /usr/lib and the node's cgroup2 directory ("-" for none).
 const calicoNodeMounts = `set -e
-state=$1 dir=$2 node=$3 vxlan=$4 kubectl=$5 cache=$6 name=$7
+state=$1 dir=$2 node=$3 vxlan=$4 kubectl=$5 cache=$6 name=$7 objects=$8 cgroup=$9
 until "$kubectl" --cache-dir="$cache" get node "$name" >/dev/null 2>&1; do sleep 0.5; done
 mount -t tmpfs -o mode=0755 cnb-calico-run /run
 mkdir -p /run/cnb-state /run/calico
@@ -274,6 +305,8 @@ mount --bind /proc/sys /proc/sys
 mount -o remount,bind,ro /proc/sys
 mount --bind /proc/sys/net /proc/sys/net
 mount -o remount,bind,rw /proc/sys/net
+if [ "${objects:--}" != - ]; then mount -t overlay -o "lowerdir=$objects:/usr/lib" cnb-calico-objects /usr/lib; fi
+if [ "${cgroup:--}" != - ]; then mkdir -p /run/calico/cgroup; mount --bind "$cgroup" /run/calico/cgroup; fi
 tries=0
 until "$node" -startup; do
   tries=$((tries+1)); [ "$tries" -lt 5 ] || exit 1
@@ -284,7 +317,8 @@ exec "$node" -felix`
 
 // env is calico-node's configuration for node n, as upstream's manifests set it, with what
 // this lab needs on top: no usage reports (felix would call out of the lab), no pools of
-// Calico's choosing, no log files, no XDP or BPF, the nft iptables backend Debian's iptables is.
+// Calico's choosing, no log files, no XDP, the nft iptables backend Debian's iptables is, and
+// the eBPF dataplane for calico-ebpf only (bpfEnv).
 func (d Calico) env(c Cluster, n Node) []string {
 	env := []string{
 		"DATASTORE_TYPE=kubernetes", "FELIX_DATASTORETYPE=kubernetes", "KUBECONFIG=" + c.Kubeconfig,
@@ -293,12 +327,13 @@ func (d Calico) env(c Cluster, n Node) []string {
 		"CALICO_DISABLE_FILE_LOGGING=true", "FELIX_LOGFILEPATH=none", "FELIX_LOGSEVERITYSCREEN=info",
 		"FELIX_DEFAULTENDPOINTTOHOSTACTION=ACCEPT", "FELIX_HEALTHENABLED=true",
 		"FELIX_USAGEREPORTINGENABLED=false", "FELIX_IPTABLESBACKEND=nft", "FELIX_XDPENABLED=false",
-		"FELIX_BPFENABLED=false", "FELIX_PROMETHEUSMETRICSENABLED=false",
+		"FELIX_PROMETHEUSMETRICSENABLED=false",
 		// The node's uplink is eth0, which felix's default pattern matches; said here because
 		// the VXLAN MTU derives from it.
 		"FELIX_MTUIFACEPATTERN=^" + n.Uplink + "$",
 	}
 	env = append(env, calicoFamilyEnv(c, n)...)
+	env = append(env, d.bpfEnv(n)...)
 	if d.Canal {
 		// As manifests/canal.yaml sets them, the 60 s full re-apply of felix's rules included.
 		return append(env, "CALICO_NETWORKING_BACKEND=none", "CLUSTER_TYPE=k8s,canal", "USE_POD_CIDR=true",

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,14 +17,22 @@ import (
 )
 
 func TestCalicoRegistered(t *testing.T) {
-	for name, canal := range map[string]bool{"calico-vxlan": false, "canal": true} {
+	for name, want := range map[string]Calico{"calico-vxlan": {}, "canal": {Canal: true}, "calico-ebpf": {EBPF: true}} {
 		d, err := Lookup(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		c, ok := d.(Calico)
-		if !ok || c.Canal != canal || c.Name() != name {
+		if !ok || c != want || c.Name() != name {
 			t.Errorf("%s: %#v", name, d)
+		}
+		canal := c.Canal
+		// calico-ebpf loads the objects and replaces kube-proxy.
+		if slices.Contains(c.Binaries(), binaries.CalicoBPFArchive) != c.EBPF || !slices.Contains(c.Binaries(), binaries.CalicoNodeBinary) || c.ReplacesKubeProxy() != c.EBPF {
+			t.Errorf("%s binaries %v, replaces kube-proxy %v", name, c.Binaries(), c.ReplacesKubeProxy())
+		}
+		if dataplane := map[bool]string{false: "iptables", true: "bpf"}[c.EBPF]; c.Fingerprint()["calico_dataplane"] != dataplane {
+			t.Errorf("%s fingerprint %v, want dataplane %s", name, c.Fingerprint(), dataplane)
 		}
 		// canal's flanneld needs the controller-manager's allocation; calico-ipam uses the plan.
 		if d.AllocateNodeCIDRs() != canal {
@@ -144,8 +153,24 @@ func TestCalicoIPPoolsAndEnv(t *testing.T) {
 			t.Errorf("pools lack %q:\n%s", want, pools)
 		}
 	}
-	for _, d := range []Calico{{}, {Canal: true}} {
+	for _, d := range []Calico{{}, {Canal: true}, {EBPF: true}} {
 		env := d.env(c, c.Nodes[0])
+		// Only calico-ebpf's felix runs its eBPF dataplane, attached to the uplink and the
+		// VXLAN device alone, its programs logging nothing (the only objects built).
+		bpf := []string{"FELIX_BPFENABLED=true", "FELIX_BPFLOGLEVEL=off", `FELIX_BPFDATAIFACEPATTERN=^(eth0|vxlan\.calico)$`}
+		if !d.EBPF {
+			bpf = []string{"FELIX_BPFENABLED=false"}
+		}
+		for _, want := range bpf {
+			if !slices.Contains(env, want) {
+				t.Errorf("%s env lacks %s: %v", d.Name(), want, env)
+			}
+		}
+		if d.EBPF {
+			if re := regexp.MustCompile(strings.TrimPrefix(bpf[2], "FELIX_BPFDATAIFACEPATTERN=")); !re.MatchString("vxlan.calico") || re.MatchString("eth01") || re.MatchString("cali123") {
+				t.Errorf("data interfaces %s", re)
+			}
+		}
 		// Felix reports usage to the internet unless told not to.
 		for _, want := range []string{"FELIX_USAGEREPORTINGENABLED=false", "NO_DEFAULT_POOLS=true", "NODENAME=node1", "IP=10.250.0.11/24"} {
 			if !slices.Contains(env, want) {
@@ -208,7 +233,7 @@ func TestCalicoNodeMounts(t *testing.T) {
 
 // runCalicoNodeMounts runs the mount script in a mount namespace of its own with a stand-in
 // calico-node whose first failures start-ups fail; it returns the state and node directories.
-func runCalicoNodeMounts(t *testing.T, failures int) (state, dir string, out []byte, err error) {
+func runCalicoNodeMounts(t *testing.T, failures int, bpf ...string) (state, dir string, out []byte, err error) {
 	// Under /var/lib, as a cluster's is, so that the script must bind it back over its tmpfs.
 	state, err = os.MkdirTemp("/var/lib", "cnb-test-")
 	if err != nil {
@@ -231,12 +256,48 @@ echo "$1" >> /var/lib/calico/calls
 case "$1" in
 -startup) [ "$(grep -c startup /var/lib/calico/calls)" -gt ` + fmt.Sprint(failures) + ` ] ;;
 -felix) cat ` + filepath.Join(state, "admin.kubeconfig") + ` > /run/calico/seen; mountpoint -q /sys/fs/bpf;
+  if [ -d /usr/lib/calico ]; then cat /usr/lib/calico/bpf/tc.o /run/calico/cgroup/marker > /run/calico/bpf; ls /usr/lib/os-release >> /run/calico/bpf; fi;
   if echo 1 > /proc/sys/kernel/cnb-none 2>/dev/null; then exit 3; fi ;; esac
 `
 	if err := os.WriteFile(fake, []byte(script), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	out, err = exec.Command("unshare", "--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "t",
-		state, dir, fake, "true", "true", filepath.Join(state, "cache"), "node1").CombinedOutput()
+	args := append([]string{"--mount", "--propagation", "slave", "sh", "-c", calicoNodeMounts, "t",
+		state, dir, fake, "true", "true", filepath.Join(state, "cache"), "node1"}, bpf...)
+	out, err = exec.Command("unshare", args...).CombinedOutput()
 	return state, dir, out, err
+}
+
+// TestCalicoNodeMountsBPF runs the mount script as calico-ebpf's: felix must find the objects
+// at the fixed /usr/lib/calico/bpf with the rest of /usr/lib still there, and the node's cgroup
+// at /run/calico/cgroup, and the host must have no /usr/lib/calico afterwards.
+func TestCalicoNodeMountsBPF(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root for mount namespaces (CI runs as root)")
+	}
+	for _, p := range []string{"/var/lib/calico", "/run/calico", "/usr/lib/calico"} {
+		if _, err := os.Lstat(p); err == nil {
+			t.Skipf("%s exists on this host already", p)
+		}
+	}
+	objects, cgroup := t.TempDir(), t.TempDir()
+	if err := os.MkdirAll(filepath.Join(objects, "calico", "bpf"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	for path, text := range map[string]string{filepath.Join(objects, "calico", "bpf", "tc.o"): "object\n", filepath.Join(cgroup, "marker"): "cgroup\n"} {
+		if err := os.WriteFile(path, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, dir, out, err := runCalicoNodeMounts(t, 0, objects, cgroup)
+	if err != nil {
+		t.Fatalf("mount script: %v\n%s", err, out)
+	}
+	seen, _ := os.ReadFile(filepath.Join(dir, "run", "bpf"))
+	if want := "object\ncgroup\n/usr/lib/os-release\n"; string(seen) != want {
+		t.Errorf("felix saw %q, want %q", seen, want)
+	}
+	if _, err := os.Lstat("/usr/lib/calico"); err == nil {
+		t.Error("/usr/lib/calico was created on the host")
+	}
 }

@@ -170,7 +170,7 @@ func (d Cilium) Setup(_ context.Context, c Cluster) error {
 	if err := ciliumToolchain(c); err != nil {
 		return err
 	}
-	if err := binaries.UnpackCiliumBPF(c.Bin(binaries.CiliumBPFArchive), filepath.Join(ciliumLibDir(c), "bpf")); err != nil {
+	if err := binaries.UnpackBPF(c.Bin(binaries.CiliumBPFArchive), filepath.Join(ciliumLibDir(c), "bpf")); err != nil {
 		return err
 	}
 	for _, n := range c.Nodes {

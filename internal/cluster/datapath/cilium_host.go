@@ -22,11 +22,12 @@ import (
 	"k8s.io/client-go/tools/clientcmd"
 )
 
-// cgroup2Mount finds where the cgroup2 hierarchy is mounted, which the cilium datapaths need.
+// cgroup2Mount finds where the cgroup2 hierarchy is mounted, which the cilium and calico
+// datapaths need.
 func cgroup2Mount() (string, error) {
 	dir, err := cgroupfs.Cgroup2Mount()
 	if err == nil && dir == "" {
-		err = errors.New("no cgroup2 hierarchy is mounted under /sys/fs/cgroup; the cilium datapaths need one")
+		err = errors.New("no cgroup2 hierarchy is mounted under /sys/fs/cgroup; the cilium and calico datapaths need one")
 	}
 	return dir, err
 }

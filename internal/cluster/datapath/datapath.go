@@ -182,6 +182,7 @@ func registry() map[string]Datapath {
 	return map[string]Datapath{
 		"bridge":        Bridge{},
 		"calico-vxlan":  Calico{},
+		"calico-ebpf":   Calico{EBPF: true},
 		"canal":         Calico{Canal: true},
 		"cilium-vxlan":  Cilium{},
 		"cilium-native": Cilium{Native: true},

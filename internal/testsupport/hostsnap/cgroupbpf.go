@@ -2,9 +2,11 @@ package hostsnap
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -68,15 +70,71 @@ func takeCgroupBPF(_ context.Context, s *Snapshot) error {
 	}
 	for hook, ids := range progs {
 		for _, id := range ids {
-			name := "?"
-			if p, err := ebpf.NewProgramFromID(id); err == nil {
-				if info, err := p.Info(); err == nil {
-					name = info.Name
-				}
-				p.Close()
-			}
-			s.BPF = append(s.BPF, fmt.Sprintf("cgroup-bpf %s %s %s", root, hook, name))
+			s.BPF = append(s.BPF, fmt.Sprintf("cgroup-bpf %s %s %s", root, hook, programName(id)))
 		}
 	}
 	return nil
+}
+
+// programName is the name of the loaded program id, "?" when it cannot be read.
+func programName(id ebpf.ProgramID) string {
+	p, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return "?"
+	}
+	defer p.Close()
+	if info, err := p.Info(); err == nil {
+		return info.Name
+	}
+	return "?"
+}
+
+// takeLinkBPF records the BPF programs attached to the root namespace's links (tc, tcx and
+// XDP, as bpftool lists them), by link and name: a datapath's programs belong on links inside
+// its nodes' namespaces, which die with them; one on a host link would see the host's traffic.
+func takeLinkBPF(ctx context.Context, s *Snapshot) error {
+	out, err := run(ctx, "bpftool", "-j", "net", "show")
+	if err != nil {
+		return fmt.Errorf("%w (Debian package bpftool; scripts/setup.sh installs it)", err)
+	}
+	entries, err := parseBPFNet(out)
+	if err != nil {
+		return err
+	}
+	s.BPF = append(s.BPF, entries...)
+	return nil
+}
+
+// parseBPFNet turns `bpftool -j net show` into "link-bpf DEV KIND NAME" entries.
+func parseBPFNet(out []byte) ([]string, error) {
+	type attachment struct {
+		Devname string `json:"devname"`
+		Kind    string `json:"kind"`
+		Mode    string `json:"mode"`
+		Name    string `json:"name"`
+		ID      uint32 `json:"id"`
+	}
+	var nets []map[string][]attachment
+	if err := json.Unmarshal(out, &nets); err != nil {
+		return nil, fmt.Errorf("bpftool net show: %w", err)
+	}
+	var entries []string
+	for _, n := range nets {
+		for hook, list := range n {
+			for _, a := range list {
+				kind := a.Kind
+				if kind == "" {
+					kind = a.Mode
+				}
+				// bpftool names a tc program "NAME:[ID]" and an XDP one not at all; IDs
+				// change with every load.
+				name, _, _ := strings.Cut(a.Name, ":[")
+				if name == "" {
+					name = programName(ebpf.ProgramID(a.ID))
+				}
+				entries = append(entries, fmt.Sprintf("link-bpf %s %s %s %s", a.Devname, hook, kind, name))
+			}
+		}
+	}
+	return entries, nil
 }

@@ -1,6 +1,6 @@
 // Package hostsnap records the host-level objects a cnibench cluster could
 // leave behind (namespaces, links, routes, firewall rules, mounts, cgroups,
-// processes, pinned BPF objects, sysctls) so tests can prove that
+// processes, BPF objects pinned or attached to the host, sysctls) so tests can prove that
 // `cluster delete` restores the host to the state it had before `create`.
 //
 // A Snapshot is a set of normalized, human-readable entries per category;
@@ -54,8 +54,8 @@ type Snapshot struct {
 	Cgroups []string
 	// Processes holds cnibench-related processes as "comm: cmdline".
 	Processes []string
-	// BPF holds objects pinned under /sys/fs/bpf and programs attached to the host's cgroup2
-	// root.
+	// BPF holds objects pinned under /sys/fs/bpf, programs attached to the host's cgroup2
+	// root, and programs attached to the root namespace's links.
 	BPF []string
 	// Files lists fixed host paths that Kubernetes components, runtimes and CNIs write to
 	// whatever they are told (/var/log/containers, /var/lib/kubelet, /run/containerd ...):
@@ -116,6 +116,7 @@ func Take(ctx context.Context) (Snapshot, error) {
 		{"cgroups", takeCgroups},
 		{"bpf", takeBPF},
 		{"cgroup bpf", takeCgroupBPF},
+		{"link bpf", takeLinkBPF},
 		{"sysctls", takeSysctls},
 		{"files", takeFiles},
 		// Processes go last: every helper command started above has been

@@ -322,3 +322,24 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
+
+// TestParseBPFNet reads bpftool's JSON as this host's bpftool writes it: tc attachments by
+// link, hook and name without the program's ID, XDP by its mode, empty hooks and hooks of
+// other shapes ignored.
+func TestParseBPFNet(t *testing.T) {
+	out := []byte(`[{"xdp":[{"devname":"cnb-x","ifindex":9,"mode":"driver","id":7,"name":"xdp_prog:[7]"}],` +
+		`"tc":[{"devname":"eth0","ifindex":2,"kind":"clsact/ingress","name":"cali_tc_preambl:[21627]","id":21627},` +
+		`{"devname":"eth0","ifindex":2,"kind":"tcx/egress","name":"cil_to_netdev","prog_id":5}],"flow_dissector":[]}]`)
+	got, err := parseBPFNet(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	slices.Sort(got)
+	want := []string{"link-bpf cnb-x xdp driver xdp_prog", "link-bpf eth0 tc clsact/ingress cali_tc_preambl", "link-bpf eth0 tc tcx/egress cil_to_netdev"}
+	if !slices.Equal(got, want) {
+		t.Errorf("got %q, want %q", got, want)
+	}
+	if _, err := parseBPFNet([]byte("Error: not JSON")); err == nil || !strings.Contains(err.Error(), "bpftool net show") {
+		t.Errorf("bad output: %v", err)
+	}
+}

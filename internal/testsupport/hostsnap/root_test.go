@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -12,6 +13,10 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/link"
 )
 
 // testPrefix marks every object the root test creates, so leftovers of a
@@ -139,6 +144,7 @@ func createTestObjects(ctx context.Context, t *testing.T, undo *undoStack, tmp s
 	mustRun(ctx, t, "ip", "link", "add", testPrefix+"0", "type", "veth", "peer", "name", testPrefix+"1")
 	undo.push("veth", func() error { return runQuiet(ctx, "ip", "link", "del", testPrefix+"0") })
 	want = append(want, "+ link "+testPrefix+"0 (veth)", "+ link "+testPrefix+"1 (veth)")
+	want = append(want, attachTestXDP(t, undo))
 
 	// An unreachable route only drops traffic to a range nobody uses.
 	mustRun(ctx, t, "ip", "route", "add", "unreachable", "10.255.77.0/24")
@@ -277,4 +283,22 @@ func hasPrefixLine(lines []string, prefix string) bool {
 		}
 	}
 	return false
+}
+
+// attachTestXDP attaches a program that passes every packet to the test's veth (down, so it
+// sees none), as a datapath's program on a host link would be, and returns its Diff line.
+func attachTestXDP(t *testing.T, undo *undoStack) string {
+	t.Helper()
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Name: testPrefix + "_xdp", Type: ebpf.XDP, License: "GPL",
+		Instructions: asm.Instructions{asm.Mov.Imm(asm.R0, 2), asm.Return()}, // XDP_PASS
+	})
+	mustDo(t, err)
+	undo.push("xdp program", prog.Close)
+	iface, err := net.InterfaceByName(testPrefix + "0")
+	mustDo(t, err)
+	l, err := link.AttachXDP(link.XDPOptions{Program: prog, Interface: iface.Index, Flags: link.XDPGenericMode})
+	mustDo(t, err)
+	undo.push("xdp link", l.Close)
+	return "+ link-bpf " + testPrefix + "0 xdp generic " + testPrefix + "_xdp"
 }
