@@ -144,3 +144,22 @@ func TestCalicoBPFObjects(t *testing.T) {
 		t.Errorf("filter keeps %d of %d objects", len(kept), n)
 	}
 }
+
+// TestMissingPrereqs names every missing tool and header with its package, sorted, in one
+// error naming the component; a build with everything present is not refused.
+func TestMissingPrereqs(t *testing.T) {
+	missing := missingPrereqs(map[string]string{"cnb-no-such-tool": "pkg-b", "sh": "dash"},
+		map[string]string{"/nonexistent/cnb.h": "pkg-a", "/bin/sh": "dash"})
+	want := []string{"/nonexistent/cnb.h (Debian package pkg-a)", "cnb-no-such-tool (Debian package pkg-b)"}
+	if !slices.Equal(missing, want) {
+		t.Errorf("missing %q, want %q", missing, want)
+	}
+	err := prereqError(CalicoBPF, missing)
+	if err == nil || !strings.Contains(err.Error(), "building calico-ebpf needs /nonexistent/cnb.h (Debian package pkg-a), cnb-no-such-tool") ||
+		!strings.Contains(err.Error(), "scripts/setup.sh") {
+		t.Errorf("error %v", err)
+	}
+	if err := prereqError(CalicoBPF, missingPrereqs(map[string]string{"sh": "dash"}, nil)); err != nil {
+		t.Errorf("nothing missing: %v", err)
+	}
+}
