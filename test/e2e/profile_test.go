@@ -17,6 +17,20 @@ import (
 // device; the others route them (flannel host-gw, Cilium native routing) or bridge them.
 var encapsulating = []string{"flannel-vxlan", "cilium-vxlan", "calico-vxlan", "canal"}
 
+// withoutEmulator drops the stacks of QEMU's emulator: the profile covers every CPU, and
+// scripts/test.sh runs its cgroup v2 VM beside these tests, whose emulation held about half
+// of the busy samples of a run it overlapped (flannel-vxlan's VXLAN share 1.8 %, and 4.9 %
+// with the emulator left out). It is not the datapath's work, which the shares are about.
+func withoutEmulator(f profile.Folded) profile.Folded {
+	out := profile.Folded{}
+	for stack, n := range f {
+		if !strings.HasPrefix(stack, "qemu-system-") {
+			out[stack] = n
+		}
+	}
+	return out
+}
+
 // checkProfiles reads back the CPU profiles of a run made with --profile: every measured
 // sample carries one; on cross-node tcp-stream the kernel's VXLAN functions hold a share of
 // the busy samples on the encapsulating datapaths and none to speak of on the routed ones; the
@@ -45,7 +59,7 @@ func checkProfiles(ctx context.Context, t *testing.T, results string, dps []stri
 		if merged[s.Target] == nil {
 			merged[s.Target] = profile.Folded{}
 		}
-		merged[s.Target].Add(f)
+		merged[s.Target].Add(withoutEmulator(f))
 	}
 	for _, dp := range dps {
 		sum := profile.Summarize(merged[dp])

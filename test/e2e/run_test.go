@@ -379,7 +379,8 @@ warmup: 1s
 `
 
 // validateNetperf runs netperfSuite and holds netperf's figures to the other tools' on the same
-// path: throughput within [0.5, 1.25] of iperf3's, request/response figures within a factor of 2.
+// path: throughput within [0.5, 1.25] of iperf3's, request/response figures within a factor of 2
+// of sockperf's, the in-house client's median within a factor of 4 (its wake-ups, below).
 func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 	doc := runSuite(ctx, t, netperfSuite, filepath.Join(dir, "netperf.yaml"), filepath.Join(dir, "netperf.db"))
 	mean := map[string]float64{}
@@ -404,7 +405,13 @@ func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 			// descheduled round trips (about 2.5 times netperf's mean) that its median does not.
 			{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.TransactionRate, 0.5, 2},
 			{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.5, 2},
-			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.5, 2},
+			// The in-house client's reader is woken on the CPU that received the reply or on the
+			// other one, which pays an inter-processor interrupt and a hypervisor exit (about 35
+			// µs here, docs/measuring.md): on 2026-12-07, with netperf and sockperf at 15 µs in
+			// every round, its rounds gave 25, 52 and 50 µs on pod-to-service (mean ratio 0.35).
+			// Its agreement with sockperf is validateRR's (best of five rounds); here a factor
+			// of four still catches a unit or a path mistake.
+			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.25, 2},
 			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.TransactionRate, 0, math.Inf(1)},
 		} {
 			ours, theirs := mean[path+" "+c.ours+" "+c.metric], mean[path+" "+c.netperf+" "+c.metric]

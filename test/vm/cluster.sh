@@ -40,7 +40,7 @@ for dp in $DATAPATHS; do
 	name=vm$i
 	t=$(date +%s)
 	step "cluster create $name ($dp)"
-	cnibench cluster create --name "$name" --nodes 1 --datapath "$dp" --wait 20m
+	cnibench cluster create --name "$name" --nodes 1 --datapath "$dp" --wait 45m
 	step "created in $(elapsed "$t") s"
 	# The cluster's tree holds its daemons and the kubelets' pods, in the one hierarchy, with
 	# the controllers the kubelet needs (the VM's root enables only cpu, io, memory and pids:
