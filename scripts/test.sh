@@ -56,6 +56,28 @@ end_phase() {
 		PHASES+=("$(printf '%6ds %6d CPU-s  %s' $((SECONDS - PHASE_START)) $((($(busy_cs) - PHASE_BUSY) / 100)) "$PHASE")")
 	PHASE=""
 }
+# test_times passes go test -v output through and writes to the file $1, for each top-level
+# test, when it started (seconds into the phase), its wall time and the host's busy CPU over it
+# (the VM's emulation included while it runs): which tests wait and which compute is what
+# decides how the end-to-end tests could share the machine.
+test_times() {
+	local line name start=$SECONDS
+	local -A t0 b0
+	printf '%7s %6s %12s  %s\n' start wall "busy CPU" test >"$1"
+	while IFS= read -r line; do
+		printf '%s\n' "$line"
+		case $line in
+		"=== RUN   "*)
+			name=${line#=== RUN   }
+			[[ $name == */* ]] || { t0[$name]=$SECONDS b0[$name]=$(busy_cs); } ;;
+		"--- PASS: "* | "--- FAIL: "* | "--- SKIP: "*)
+			name=${line#--- *: } name=${name%% *}
+			[[ -z ${t0[$name]:-} ]] ||
+				printf '%6ds %5ds %6d CPU-s  %s\n' $((t0[$name] - start)) $((SECONDS - t0[$name])) \
+					$((($(busy_cs) - b0[$name]) / 100)) "$name" >>"$1" ;;
+		esac
+	done
+}
 VM_PID=""
 report_phases() {
 	local rc=$?
@@ -128,7 +150,7 @@ fi
 phase "end-to-end tests on real local clusters, the cgroup v2 VM (scripts/vm-cgroupv2.sh) beside them"
 gotest -p 1 -count=1 -timeout 5m -tags e2e -v -run '^TestCPUAccountingKnownLoad$' ./test/e2e/
 bash scripts/vm-cgroupv2.sh prepare
-vm_log=$(mktemp) e2e_log=$(mktemp)
+vm_log=$(mktemp) e2e_log=$(mktemp) times_log=$(mktemp)
 # The VM's own wall and CPU time (QEMU's emulation included) end its log: `times` in the
 # subshell that waited for it.
 (
@@ -142,7 +164,7 @@ vm_log=$(mktemp) e2e_log=$(mktemp)
 VM_PID=$!
 e2e_rc=0
 go test -p 1 -count=1 -timeout 70m -tags e2e -v -skip '^TestCPUAccountingKnownLoad$' ./test/e2e/ 2>&1 |
-	tee "$e2e_log" || e2e_rc=$?
+	test_times "$times_log" | tee "$e2e_log" || e2e_rc=$?
 log "end-to-end tests done (exit $e2e_rc); waiting for the cgroup v2 VM"
 vm_rc=0
 wait "$VM_PID" || vm_rc=$?
@@ -151,6 +173,8 @@ VM_PID=""
 # failed tests' summary, which CI's tail of the log must keep.
 printf '\ncgroup v2 VM, beside the end-to-end tests (exit %d):\n' "$vm_rc"
 if ((vm_rc == 0)); then tail -n 40 "$vm_log"; else cat "$vm_log"; fi
+printf '\nend-to-end tests (wall, busy CPU of all %d CPUs over each):\n' "$(nproc)"
+cat "$times_log"
 ((e2e_rc == 0)) || awk -f scripts/failed-tests.awk "$e2e_log"
-rm -f "$vm_log" "$e2e_log"
+rm -f "$vm_log" "$e2e_log" "$times_log"
 ((e2e_rc == 0 && vm_rc == 0))

@@ -51,11 +51,13 @@ LOG="${CNB_VM_LOG:-$CACHE/logs/vm-cgroupv2.log}"
 # Bump when the way the assets are built changes (it is part of the key).
 RECIPE_REV=2
 HOST_PACKAGES=(qemu-system-x86 busybox-static xz-utils mmdebstrap)
-# What a cluster node needs (mmdebstrap: the cluster checks it is on PATH),
-# plus mount for the guest init.
+# What a cluster node needs (mmdebstrap: the cluster checks it is on PATH; clang-19 and
+# llvm-19: Cilium's agents compile their programs at run time; libpcap0.8 and libelf1:
+# calico-node's shared libraries), plus mount for the guest init.
 ROOTFS_PACKAGES=(
 	iproute2 kmod procps util-linux mount nftables iptables etcd-server runc
-	crun conntrack ethtool socat ca-certificates ipset mmdebstrap busybox
+	crun conntrack ethtool socat ca-certificates ipset mmdebstrap busybox clang-19 llvm-19
+	libpcap0.8 libelf1
 )
 # Loaded by the initramfs (with their dependencies) to mount the 9p root.
 INITRD_MODULES=(virtio virtio_ring virtio_pci 9pnet 9pnet_virtio 9p overlay)

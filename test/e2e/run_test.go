@@ -54,7 +54,7 @@ type jsonRow struct {
 	Target, Path, Workload, Metric string
 	Pairs                          int
 	N                              int
-	Mean, Median                   float64
+	Mean, Median, Min, Max         float64
 	Low                            float64 `json:"ci95_low"`
 	High                           float64 `json:"ci95_high"`
 }
@@ -379,52 +379,80 @@ warmup: 1s
 `
 
 // validateNetperf runs netperfSuite and holds netperf's figures to the other tools' on the same
-// path: throughput within [0.5, 1.25] of iperf3's, request/response figures within a factor of 2
-// of sockperf's, the in-house client's median within a factor of 4 (its wake-ups, below).
+// path: throughput's mean within [0.5, 1.25] of iperf3's; request/response figures on each
+// tool's least disturbed round, within a factor of 2 of sockperf's and of 4 of the in-house
+// client's (their wake-ups, below).
 func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 	doc := runSuite(ctx, t, netperfSuite, filepath.Join(dir, "netperf.yaml"), filepath.Join(dir, "netperf.db"))
-	mean := map[string]float64{}
+	rows := map[string]jsonRow{}
 	for _, r := range doc.Rows {
-		mean[r.Path+" "+r.Workload+" "+r.Metric] = r.Mean
+		rows[r.Path+" "+r.Workload+" "+r.Metric] = r
 	}
 	for _, path := range []string{suite.CrossNode, suite.PodToService} {
-		for _, c := range []struct {
-			ours, netperf, metric string
-			lo, hi                float64
-		}{
-			// One connection, 128 KiB writes, for as long: the same bytes on the same path. But the
-			// tools differ on a veth path: in two namespaces on this machine (6 to 8 interleaved
-			// pairs of 2-s runs, three times) netperf reached 0.61 to 0.90 of iperf3, and 0.54 with
-			// CPU-bound processes beside them; iperf 2, which like netperf blocks in each write
-			// where iperf3 waits in select, sat between (0.75 of iperf3). CI's cluster gave 0.74
-			// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter.
-			{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, 0.5, 1.25},
-			// One 64-byte transaction in flight on one connection: the same round trip. sockperf,
-			// C blocking in recv like netperf, on every figure; the in-house Go client on its
-			// median, since on a machine busy with other work its mean carries a tail of
-			// descheduled round trips (about 2.5 times netperf's mean) that its median does not.
-			{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.TransactionRate, 0.5, 2},
-			{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.5, 2},
-			// The in-house client's reader is woken on the CPU that received the reply or on the
-			// other one, which pays an inter-processor interrupt and a hypervisor exit (about 35
-			// µs here, docs/measuring.md): on 2026-12-07, with netperf and sockperf at 15 µs in
-			// every round, its rounds gave 25, 52 and 50 µs on pod-to-service (mean ratio 0.35).
-			// Its agreement with sockperf is validateRR's (best of five rounds); here a factor
-			// of four still catches a unit or a path mistake.
-			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.LatencyP50, 0.25, 2},
-			{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.TransactionRate, 0, math.Inf(1)},
-		} {
-			ours, theirs := mean[path+" "+c.ours+" "+c.metric], mean[path+" "+c.netperf+" "+c.metric]
+		for _, c := range netperfChecks() {
+			ours, theirs := c.figure(rows[path+" "+c.ours+" "+c.metric]), c.figure(rows[path+" "+c.netperf+" "+c.metric])
 			if ours <= 0 || theirs <= 0 {
 				t.Errorf("%s %s: %s %v, %s %v: want both measured", path, c.metric, c.ours, ours, c.netperf, theirs)
 				continue
 			}
 			ratio := theirs / ours
-			t.Logf("%s %s: netperf %.4g, %s %.4g, ratio %.2f", path, c.metric, theirs, c.ours, ours, ratio)
+			t.Logf("%s %s (%s): netperf %.4g, %s %.4g, ratio %.2f", path, c.metric, c.judged, theirs, c.ours, ours, ratio)
 			if ratio < c.lo || ratio > c.hi {
-				t.Errorf("%s %s: netperf %.4g against %s %.4g, ratio %.2f outside [%.2f, %.2f]", path, c.metric, theirs, c.ours, ours, ratio, c.lo, c.hi)
+				t.Errorf("%s %s (%s): netperf %.4g against %s %.4g, ratio %.2f outside [%.2f, %.2f]", path, c.metric, c.judged, theirs, c.ours, ours, ratio, c.lo, c.hi)
 			}
 		}
+	}
+}
+
+// netperfCheck is one of validateNetperf's comparisons: netperf's workload against ours on
+// metric, judged on the rows' means or on their best rounds, within [lo, hi].
+type netperfCheck struct {
+	ours, netperf, metric string
+	judged                string // "mean" or "best round"
+	lo, hi                float64
+}
+
+// figure is the row's value the check judges: its mean, or its best round (the lowest latency,
+// the highest rate).
+func (c netperfCheck) figure(r jsonRow) float64 {
+	switch {
+	case c.judged == "mean":
+		return r.Mean
+	case c.metric == catalog.LatencyP50:
+		return r.Min
+	default:
+		return r.Max
+	}
+}
+
+// netperfChecks lists validateNetperf's comparisons with their reasons.
+func netperfChecks() []netperfCheck {
+	return []netperfCheck{
+		// One connection, 128 KiB writes, for as long: the same bytes on the same path. But the
+		// tools differ on a veth path: in two namespaces on this machine (6 to 8 interleaved
+		// pairs of 2-s runs, three times) netperf reached 0.61 to 0.90 of iperf3, and 0.54 with
+		// CPU-bound processes beside them; iperf 2, which like netperf blocks in each write
+		// where iperf3 waits in select, sat between (0.75 of iperf3). CI's cluster gave 0.74
+		// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter.
+		{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, "mean", 0.5, 1.25},
+		// One 64-byte transaction in flight on one connection: the same round trip. Every tool's
+		// reader is woken either on the CPU that received the reply or on the other one, which
+		// pays an inter-processor interrupt and a hypervisor exit (about 35 µs here,
+		// docs/measuring.md), and a round keeps the scheduler's choice: on 2026-12-07, with
+		// netperf at 22 µs in every round on pod-to-service, sockperf's rounds gave 82, 76 and
+		// 21 µs (mean ratio 0.37). Other work can only add latency, so each tool is judged by
+		// its least disturbed round, sockperf (C blocking in recv like netperf) within a factor
+		// of two on both figures.
+		{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.TransactionRate, "best round", 0.5, 2},
+		{"tcp-rr/64B", "tcp-rr/64B+netperf", catalog.LatencyP50, "best round", 0.5, 2},
+		// The in-house Go client's best round has stayed 6 to 11 µs above netperf's at 15 µs (its
+		// netpoller's wake-up, ratio down to 0.58); its agreement with sockperf is validateRR's
+		// (best of five rounds), and a factor of four here still catches a unit or path mistake.
+		// Its rate is held to no bound: on a machine busy with other work its mean carries a
+		// tail of descheduled round trips (about 2.5 times netperf's mean) that its median does
+		// not.
+		{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.LatencyP50, "best round", 0.25, 2},
+		{"tcp-rr/64B+cnibench", "tcp-rr/64B+netperf", catalog.TransactionRate, "mean", 0, math.Inf(1)},
 	}
 }
 

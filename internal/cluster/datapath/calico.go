@@ -116,6 +116,9 @@ func (d Calico) Setup(ctx context.Context, c Cluster) error {
 			return fmt.Errorf("%s needs %s (Debian packages iptables and ipset; scripts/setup.sh installs them): %w", d.Name(), tool, err)
 		}
 	}
+	if err := checkLibraries(d.Name(), c.Bin(binaries.CalicoNodeBinary), libraryDirs()); err != nil {
+		return err
+	}
 	if d.EBPF {
 		if err := setupCalicoBPF(c); err != nil {
 			return err
