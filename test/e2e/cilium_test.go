@@ -10,6 +10,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -272,15 +274,17 @@ type otherClusters map[string][]string // name -> block prefixes such as "10.201
 
 func currentOthers(t *testing.T, mine string) otherClusters {
 	t.Helper()
-	out := otherClusters{}
 	names, err := cluster.DefaultLayout().Names()
 	if err != nil {
 		t.Fatal(err)
 	}
+	return clustersNamed(slices.DeleteFunc(names, func(n string) bool { return n == mine }))
+}
+
+// clustersNamed describes the named clusters with the address blocks their specs give.
+func clustersNamed(names []string) otherClusters {
+	out := otherClusters{}
 	for _, n := range names {
-		if n == mine {
-			continue
-		}
 		out[n] = nil
 		if spec, err := cluster.DefaultLayout().ReadSpec(n); err == nil && spec.Index >= 0 {
 			b := spec.Plan().Block().IP.To4()
@@ -299,7 +303,7 @@ func currentOthers(t *testing.T, mine string) otherClusters {
 // logged) only when it is provably not this test's: it names another cluster or its address
 // block, it is a process that vanished (this cluster did not exist before, so that process was
 // not its own), or it is a process that now runs in another cluster's cgroup.
-func assertCleanBeside(t *testing.T, before hostsnap.Snapshot, mine string, othersBefore otherClusters) {
+func assertCleanBeside(t *testing.T, before hostShot, mine string, othersBefore otherClusters) {
 	t.Helper()
 	others := currentOthers(t, mine)
 	for n, b := range othersBefore {
@@ -314,7 +318,7 @@ func assertCleanBeside(t *testing.T, before hostsnap.Snapshot, mine string, othe
 	var leaks, foreign []string
 	for i := 0; i < 20; i++ {
 		leaks, foreign = nil, nil
-		for _, line := range hostsnap.Diff(before, snapshot(t)) {
+		for _, line := range hostsnap.Diff(before.Snapshot, snapshot(t).Snapshot) {
 			if others.explain(line, mine) {
 				foreign = append(foreign, line)
 			} else {
@@ -336,7 +340,7 @@ func assertCleanBeside(t *testing.T, before hostsnap.Snapshot, mine string, othe
 
 // explain reports whether a diff line is provably caused by another cluster.
 func (o otherClusters) explain(line, mine string) bool {
-	if strings.Contains(line, mine) {
+	if mine != "" && strings.Contains(line, mine) {
 		return false
 	}
 	// What vanished existed before this cluster did, so it was not this cluster's.
@@ -358,16 +362,16 @@ func (o otherClusters) explain(line, mine string) bool {
 			}
 		}
 	}
-	// Shared by all clusters: the host directories exist while any cluster does (the last
-	// delete removes those a cluster created), and the count of namespace mounts sums over all
-	// of them (each namespace is also listed by name).
-	for _, shared := range []string{"+ mount /run/netns ", "+ mount /var/lib/cni ", "- nsfs-mounts ", "+ nsfs-mounts "} {
-		if strings.HasPrefix(line, shared) {
+	// Shared by all clusters: the host directories exist while any cluster does (the first
+	// create makes them, the last delete removes those a cluster created), and the count of
+	// namespace mounts sums over all of them (each namespace is also listed by name).
+	for _, shared := range []string{"mount /run/netns ", "mount /var/lib/cni ", "nsfs-mounts "} {
+		if strings.HasPrefix(line, "+ "+shared) || strings.HasPrefix(line, "- "+shared) {
 			return true
 		}
 	}
 	for _, dir := range []string{"/run/netns", "/var/lib/cni", "/var/lib/kubelet", "/var/log/containers"} {
-		if line == "+ path "+dir {
+		if line == "+ path "+dir || line == "- path "+dir {
 			return true
 		}
 	}
@@ -377,17 +381,23 @@ func (o otherClusters) explain(line, mine string) bool {
 	}
 	if cmd, ok := strings.CutPrefix(line, "+ process "); ok {
 		_, args, _ := strings.Cut(cmd, ": ")
-		// hostsnap numbers identical command lines: "sleep infinity #2".
+		// hostsnap numbers identical command lines: "sleep infinity #2" is the second.
+		k := 1
 		if i := strings.LastIndex(args, " #"); i >= 0 && strings.Trim(args[i+2:], "0123456789") == "" {
+			k, _ = strconv.Atoi(args[i+2:])
 			args = args[:i]
 		}
-		return o.processInOtherCgroup(args)
+		return o.processInOtherCgroup(args, k)
 	}
 	return false
 }
 
-// pidInOtherCgroup reports whether a live process runs in another cluster's cgroup.
+// pidInOtherCgroup reports whether a live process runs in another cluster's cgroup or belongs
+// to another lane of tests (lanes_test.go).
 func (o otherClusters) pidInOtherCgroup(pid string) bool {
+	if otherLane(pid) {
+		return true
+	}
 	cg, err := os.ReadFile("/proc/" + pid + "/cgroup")
 	if err != nil {
 		return false
@@ -400,20 +410,20 @@ func (o otherClusters) pidInOtherCgroup(pid string) bool {
 	return false
 }
 
-// processInOtherCgroup finds live processes with this command line and reports whether they
-// all run in another cluster's cgroup.
-func (o otherClusters) processInOtherCgroup(args string) bool {
+// processInOtherCgroup reports whether the k-th live process with this command line cannot be
+// this test's: fewer than k of them run outside other clusters' cgroups and other lanes.
+func (o otherClusters) processInOtherCgroup(args string, k int) bool {
 	entries, _ := os.ReadDir("/proc")
-	found := false
+	found, ours := false, 0
 	for _, e := range entries {
 		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
 		if err != nil || strings.Join(strings.Split(strings.TrimRight(string(cmdline), "\x00"), "\x00"), " ") != args {
 			continue
 		}
-		if !o.pidInOtherCgroup(e.Name()) {
-			return false
-		}
 		found = true
+		if !o.pidInOtherCgroup(e.Name()) {
+			ours++
+		}
 	}
-	return found
+	return found && ours < k
 }

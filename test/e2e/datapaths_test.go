@@ -18,7 +18,6 @@ import (
 	"github.com/cnibench/cnibench/internal/kube"
 	"github.com/cnibench/cnibench/internal/lab"
 	"github.com/cnibench/cnibench/internal/suite"
-	"github.com/cnibench/cnibench/internal/testsupport/hostsnap"
 )
 
 // datapathFamilies are the datapaths measured side by side, in the order they are created. Each
@@ -246,7 +245,7 @@ func TestDatapaths(t *testing.T) {
 
 // deleteDatapath deletes a family's cluster and checks that it left nothing of its own beside
 // the clusters still alive (before: the host before any of them existed).
-func deleteDatapath(ctx context.Context, t *testing.T, dp string, before hostsnap.Snapshot) {
+func deleteDatapath(ctx context.Context, t *testing.T, dp string, before hostShot) {
 	t.Helper()
 	name := suite.ClusterNameFor(dp)
 	others := currentOthers(t, name)
