@@ -165,6 +165,8 @@ func snapshot(t *testing.T) hostShot {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
+	// Before and after the snapshot: another lane's cluster created or deleted while it is
+	// taken shows in it, and must be among the others either way.
 	others := laneOthers(t, true)
 	s, err := hostsnap.Take(ctx)
 	if err != nil {
