@@ -81,7 +81,7 @@ func Profiles(targets []string, samples []record.Sample) []ProfileCell {
 		first := firstOfGroup(out, i)
 		if first != i && out[first].Summary.Busy > 0 && out[i].Summary.Busy > 0 {
 			out[i].Versus = out[first].Target
-			out[i].Deltas = profile.Diff(out[first].Summary, out[i].Summary, profileDeltas)
+			out[i].Deltas = profile.Diff(out[first].Folded, out[i].Folded, profileDeltas)
 		}
 	}
 	return out

@@ -3,6 +3,7 @@ package profile
 import (
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -107,12 +108,41 @@ func TestSummarize(t *testing.T) {
 
 // TestDiff ranks the functions a configuration adds above those both share.
 func TestDiff(t *testing.T) {
-	routed := Summarize(Folded{"iperf3;send_[k];dev_queue_xmit_[k]": 10})
-	vxlan := Summarize(Folded{"iperf3;send_[k];dev_queue_xmit_[k]": 6, "iperf3;send_[k];vxlan_xmit_[k]": 4})
-	d := Diff(routed, vxlan, 3)
+	d := Diff(Folded{"iperf3;send_[k];dev_queue_xmit_[k]": 10},
+		Folded{"iperf3;send_[k];dev_queue_xmit_[k]": 6, "iperf3;send_[k];vxlan_xmit_[k]": 4}, 3)
 	// send is on every stack of both: no difference, last.
 	if len(d) != 3 || d[0].Name != "vxlan_xmit_[k]" || math.Abs(d[0].PointsBA-40) > 1e-9 || !d[0].Kernel ||
 		d[1].Name != "dev_queue_xmit_[k]" || math.Abs(d[1].PointsBA+40) > 1e-9 || d[2].Name != "send_[k]" {
 		t.Errorf("diff %+v, want vxlan_xmit +40 pp (on one side only) before dev_queue_xmit -40 pp (on both)", d)
+	}
+}
+
+// TestDiffListsEachChainOnce: the frames of one receive path move together and are listed
+// once, with the count of those left out, so that smaller differences of other chains (the
+// tunnel's transmit) still make the list; functions that share most but not nearly all of
+// their samples (write and ip_output: 40 of write's 49 on one side) are listed apart.
+func TestDiffListsEachChainOnce(t *testing.T) {
+	a := Folded{
+		"iperf3;read_[k];sock_read_iter_[k];tcp_recvmsg_[k]": 20,
+		"iperf3;write_[k];ip_output_[k]":                    80,
+	}
+	b := Folded{
+		"iperf3;read_[k];sock_read_iter_[k];tcp_recvmsg_[k]": 50,
+		"iperf3;read_[k];sock_read_iter_[k]":                 1,
+		"iperf3;write_[k];ip_output_[k];vxlan_xmit_[k]":      10,
+		"iperf3;write_[k];ip_output_[k]":                     30,
+		"iperf3;write_[k];tcp_sendmsg_[k]":                   9,
+	}
+	// Without the chains, the five largest differences would be ip_output, read,
+	// sock_read_iter, tcp_recvmsg and write.
+	var got []string
+	chain := map[string]int{}
+	for _, d := range Diff(a, b, 5) {
+		got = append(got, d.Name)
+		chain[d.Name] = d.Chain
+	}
+	want := []string{"ip_output_[k]", "read_[k]", "write_[k]", "vxlan_xmit_[k]", "tcp_sendmsg_[k]"}
+	if !slices.Equal(got, want) || chain["read_[k]"] != 2 || chain["ip_output_[k]"] != 0 {
+		t.Errorf("diff %v (chains %v), want %v with read's chain of 2 (sock_read_iter, tcp_recvmsg)", got, chain, want)
 	}
 }

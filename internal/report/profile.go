@@ -62,7 +62,13 @@ func funcList(fs []profile.Func, n int) string {
 func deltaList(ds []profile.Delta, n int) string {
 	var out []string
 	for _, d := range ds[:min(n, len(ds))] {
-		out = append(out, fmt.Sprintf("%+.1f pp %s", d.PointsBA, funcName(d.Name)))
+		line := fmt.Sprintf("%+.1f pp %s", d.PointsBA, funcName(d.Name))
+		if d.Chain > 0 {
+			// The frames left out move with this one: a reader looking for them finds them
+			// in the flame graph.
+			line += fmt.Sprintf(" (and %d of its call chain)", d.Chain)
+		}
+		out = append(out, line)
 	}
 	return strings.Join(out, ", ")
 }
@@ -94,7 +100,7 @@ func profilesJSON(cells []analysis.ProfileCell) []map[string]any {
 			var ds []map[string]any
 			for _, d := range c.Deltas {
 				ds = append(ds, map[string]any{"function": profile.Display(d.Name), "kernel": d.Kernel,
-					"share_versus": d.A, "share": d.B, "points": d.PointsBA})
+					"share_versus": d.A, "share": d.B, "points": d.PointsBA, "chain": d.Chain})
 			}
 			m["versus"] = map[string]any{"target": c.Versus, "deltas": ds}
 		}
