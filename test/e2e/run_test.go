@@ -379,9 +379,9 @@ warmup: 1s
 `
 
 // validateNetperf runs netperfSuite and holds netperf's figures to the other tools' on the same
-// path: throughput's mean within [0.5, 1.25] of iperf3's; request/response figures on each
-// tool's least disturbed round, within a factor of 2 of sockperf's and of 4 of the in-house
-// client's (their wake-ups, below).
+// path, each tool judged by its least disturbed round: throughput within [0.5, 1.25] of
+// iperf3's; request/response figures within a factor of 2 of sockperf's and of 4 of the
+// in-house client's (their wake-ups, below).
 func validateNetperf(ctx context.Context, t *testing.T, dir string) {
 	doc := runSuite(ctx, t, netperfSuite, filepath.Join(dir, "netperf.yaml"), filepath.Join(dir, "netperf.db"))
 	rows := map[string]jsonRow{}
@@ -433,8 +433,11 @@ func netperfChecks() []netperfCheck {
 		// pairs of 2-s runs, three times) netperf reached 0.61 to 0.90 of iperf3, and 0.54 with
 		// CPU-bound processes beside them; iperf 2, which like netperf blocks in each write
 		// where iperf3 waits in select, sat between (0.75 of iperf3). CI's cluster gave 0.74
-		// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter.
-		{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, "mean", 0.5, 1.25},
+		// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter. Other
+		// work on the machine only takes throughput away (on 2026-12-08, beside a second lane of
+		// tests, one of iperf3's cross-node rounds fell to 3.4 Gbit/s against 11.0 and 9.9 in
+		// the others, a mean ratio of 1.37), so each tool is judged by its best round.
+		{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, "best round", 0.5, 1.25},
 		// One 64-byte transaction in flight on one connection: the same round trip. Every tool's
 		// reader is woken either on the CPU that received the reply or on the other one, which
 		// pays an inter-processor interrupt and a hypervisor exit (about 35 µs here,
