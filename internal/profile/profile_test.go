@@ -124,7 +124,7 @@ func TestDiff(t *testing.T) {
 func TestDiffListsEachChainOnce(t *testing.T) {
 	a := Folded{
 		"iperf3;read_[k];sock_read_iter_[k];tcp_recvmsg_[k]": 20,
-		"iperf3;write_[k];ip_output_[k]":                    80,
+		"iperf3;write_[k];ip_output_[k]":                     80,
 	}
 	b := Folded{
 		"iperf3;read_[k];sock_read_iter_[k];tcp_recvmsg_[k]": 50,
