@@ -159,6 +159,7 @@ type stackIndex struct {
 	on    map[string][]int // function -> indexes of its stacks, ascending
 }
 
+// indexStacks indexes f's busy stacks (the idle loop's left out, as Summarize does).
 func indexStacks(f Folded) stackIndex {
 	ix := stackIndex{on: map[string][]int{}}
 	for _, stack := range slices.Sorted(maps.Keys(f)) {

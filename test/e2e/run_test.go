@@ -435,7 +435,7 @@ func netperfChecks() []netperfCheck {
 		// where iperf3 waits in select, sat between (0.75 of iperf3). CI's cluster gave 0.74
 		// to 1.14. Hence netperf may fall to half of iperf3, and not exceed it by a quarter. Other
 		// work on the machine only takes throughput away (on 2026-12-08, beside a second lane of
-		// tests, one of iperf3's cross-node rounds fell to 3.4 Gbit/s against 11.0 and 9.9 in
+		// tests, one of iperf3's cross-node rounds fell to 3.4 Gbit/s against 11.0 and 9.1 in
 		// the others, a mean ratio of 1.37), so each tool is judged by its best round.
 		{"tcp-stream/1x128K", "tcp-stream/1x128K+netperf", catalog.Throughput, "best round", 0.5, 1.25},
 		// One 64-byte transaction in flight on one connection: the same round trip. Every tool's
