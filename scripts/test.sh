@@ -102,9 +102,6 @@ report_phases() {
 	printf '%6ds %6d CPU-s  total (exit %d)\n' $((SECONDS - RUN_START)) $((($(busy_cs) - RUN_BUSY) / 100)) "$rc"
 }
 trap report_phases EXIT
-# A stopped run reports its signal's status, not the last command's.
-trap 'exit 130' INT
-trap 'exit 143' TERM
 
 [[ $(id -u) -eq 0 ]] || { echo "run as root: the tests build network namespaces and clusters" >&2; exit 1; }
 
