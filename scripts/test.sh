@@ -174,7 +174,7 @@ printf '%7s %6s %12s  %s\n' start wall "busy CPU" test >"$times_log"
 VM_PID=$!
 # TestDatapaths' five clusters at once nearly fill root's 128 inotify instances (24 a cluster),
 # so it runs with no other test. The tests after it mostly wait (57 % of the two CPUs, 1728 s
-# one after another on 2026-12-07): they run in two go test processes at once (1020 s on
+# one after another on 2026-12-07): they run in two go test processes at once (1011 s on
 # 2026-12-08, every measurement passing), each naming its lane in CNB_E2E_LANE, which the
 # processes and clusters it starts inherit, so that each test's host comparison leaves the
 # other lane's out (test/e2e/lanes_test.go); at most five clusters are alive at once. The
