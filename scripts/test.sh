@@ -179,8 +179,8 @@ VM_PID=$!
 # processes and clusters it starts inherit, so that each test's host comparison leaves the
 # other lane's out (test/e2e/lanes_test.go); at most five clusters are alive at once. The
 # measuring tests judge tools against each other on their least disturbed rounds, which the
-# other lane's work does not reach. Lane a is TestRunOnLocalCluster and the short create, image and interrupt tests;
-# lane b every other test, so that a new test joins it.
+# other lane's work does not reach. Lane a is TestRunOnLocalCluster, TestIPFamilies and the
+# short create, image and interrupt tests; lane b every other test, so that a new test joins it.
 first='^(TestClusterLifecycle|TestDatapaths)$'
 lane_a='^(TestRunOnLocalCluster|TestIPFamilies|TestCreateBuildsOnFirstUse|TestToolsImagePushedToARegistry|TestToolsImageIndexPushedToARegistry|TestCreateInterruptedLeavesNothing|TestCreateKilledThenDeleteLeavesNothing|TestCreateRefusesBadInput|TestFailedCreateExplainsAndLeavesNothing|TestRunInterruptedWhileCreatingClusters|TestKilledRunShownInterrupted|TestKubectlPlugin)$'
 not_b="^(TestCPUAccountingKnownLoad|TestClusterLifecycle|TestDatapaths|${lane_a:2}"
