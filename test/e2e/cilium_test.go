@@ -318,7 +318,7 @@ func assertCleanBeside(t *testing.T, before hostShot, mine string, othersBefore 
 	var leaks, foreign []string
 	for i := 0; i < 20; i++ {
 		leaks, foreign = nil, nil
-		for _, line := range hostsnap.Diff(before.Snapshot, snapshot(t).Snapshot) {
+		for _, line := range hostsnap.Diff(before.Snapshot, takeHost(t)) {
 			if others.explain(line, mine) {
 				foreign = append(foreign, line)
 			} else {

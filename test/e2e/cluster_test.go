@@ -333,7 +333,7 @@ func clusterInotify(t *testing.T, name string) int {
 // mounted on its root directory, the default) or "disk" (no mount there, --runtime-on-disk).
 func assertRuntimeStorage(t *testing.T, name, want string) {
 	t.Helper()
-	mounts := snapshot(t).Mounts
+	mounts := takeHost(t).Mounts
 	for i := 1; i <= 2; i++ {
 		root := filepath.Join(cluster.DefaultLayout().Dir(name), "nodes", fmt.Sprintf("node%d", i), "containerd", "root")
 		got := "disk"

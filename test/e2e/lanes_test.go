@@ -4,6 +4,7 @@ package e2e
 
 import (
 	"bytes"
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -125,11 +126,10 @@ func (o otherClusters) merge(more otherClusters) otherClusters {
 	if o == nil && more == nil {
 		return nil
 	}
-	out := otherClusters{}
-	for _, m := range []otherClusters{o, more} {
-		for n, b := range m {
-			out[n] = b
-		}
+	out := maps.Clone(o)
+	if out == nil {
+		out = otherClusters{}
 	}
+	maps.Copy(out, more)
 	return out
 }

@@ -160,19 +160,27 @@ func (s *started) wait(t *testing.T, timeout time.Duration) error {
 	}
 }
 
-// snapshot takes a host snapshot.
+// snapshot takes the host snapshot a test compares the host with later, and the other lanes'
+// clusters then.
 func snapshot(t *testing.T) hostShot {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
-	defer cancel()
 	// Before and after the snapshot: another lane's cluster created or deleted while it is
 	// taken shows in it, and must be among the others either way.
 	others := laneOthers(t, true)
+	s := takeHost(t)
+	return hostShot{Snapshot: s, others: others.merge(laneOthers(t, true))}
+}
+
+// takeHost takes a host snapshot: the side of a comparison that needs no other lanes' clusters.
+func takeHost(t *testing.T) hostsnap.Snapshot {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
 	s, err := hostsnap.Take(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return hostShot{Snapshot: s, others: others.merge(laneOthers(t, true))}
+	return s
 }
 
 // assertClean compares the host with a snapshot taken before the test's cluster existed,
@@ -196,7 +204,7 @@ func assertCleanBut(t *testing.T, before hostShot, owned func(string) bool) {
 	for i := 0; i < 20; i++ {
 		diff, foreign = diff[:0], foreign[:0]
 		others := before.others.merge(laneOthers(t, false))
-		for _, line := range hostsnap.Diff(before.Snapshot, snapshot(t).Snapshot) {
+		for _, line := range hostsnap.Diff(before.Snapshot, takeHost(t)) {
 			switch {
 			case owned(line):
 			case others != nil && others.explain(line, ""):
